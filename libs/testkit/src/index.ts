@@ -1,0 +1,2 @@
+export { uniquePrefix } from './names.js';
+export { freePort, type StartRedisOptions, startRedis, type TestRedis } from './redis.js';

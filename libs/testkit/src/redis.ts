@@ -1,0 +1,150 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+
+/** A Redis for one test file. `restart` and `kill` exist only when the harness owns the server. */
+export interface TestRedis {
+  readonly url: string;
+  /** Where the data lives (owned servers only). */
+  readonly dir?: string;
+  /** How the server was found: an env URL, a local redis-server, or a container. */
+  readonly source: 'env' | 'redis-server' | 'container';
+  /** Stop the server (SIGTERM, so AOF is flushed) and start it again on the same port and dir. */
+  restart?(): Promise<void>;
+  /** SIGKILL the server and start it again on the same port and dir: a crash, not a shutdown. */
+  crash?(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StartRedisOptions {
+  /** Always start a private server (needed by tests that restart or crash Redis). */
+  own?: boolean;
+  /** appendonly yes + appendfsync always: every acknowledged write survives a crash. */
+  aof?: boolean;
+}
+
+const HOW_TO_GET_ONE =
+  'No Redis for tests: set LIBOS_TEST_REDIS_URL, or put redis-server on PATH ' +
+  '(Debian: apt-get install -y redis-server), or run a container runtime for testcontainers.';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPing(url: string, deadlineMs: number): Promise<void> {
+  const until = Date.now() + deadlineMs;
+  for (;;) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      await client.connect();
+      if ((await client.ping()) === 'PONG') return;
+    } catch (error) {
+      if (Date.now() > until) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
+    } finally {
+      client.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function launchRedisServer(port: number, dir: string, aof: boolean): ChildProcess {
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--daemonize',
+    'no',
+  ];
+  args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
+  const child = spawn('redis-server', args, { stdio: 'ignore' });
+  return child;
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+async function startLocalServer(aof: boolean): Promise<TestRedis | undefined> {
+  const dir = await mkdtemp(join(tmpdir(), 'libos-redis-'));
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let child = launchRedisServer(port, dir, aof);
+  const missing = await new Promise<boolean>((resolve) => {
+    child.once('error', () => resolve(true));
+    setTimeout(() => resolve(false), 50);
+  });
+  if (missing) {
+    await rm(dir, { recursive: true, force: true });
+    return undefined;
+  }
+  await waitForPing(url, 10_000);
+  const relaunch = async (signal: NodeJS.Signals) => {
+    child.kill(signal);
+    await exited(child);
+    child = launchRedisServer(port, dir, aof);
+    await waitForPing(url, 10_000);
+  };
+  return {
+    url,
+    dir,
+    source: 'redis-server',
+    restart: () => relaunch('SIGTERM'),
+    crash: () => relaunch('SIGKILL'),
+    async stop() {
+      child.kill('SIGTERM');
+      await exited(child);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startContainer(): Promise<TestRedis | undefined> {
+  try {
+    const { RedisContainer } = await import('@testcontainers/redis');
+    const container = await new RedisContainer('redis:7').start();
+    return {
+      url: container.getConnectionUrl(),
+      source: 'container',
+      stop: async () => void (await container.stop()),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A real Redis for a test file: LIBOS_TEST_REDIS_URL when set (and `own` is not asked), else a
+ * throwaway redis-server from PATH on a free loopback port with its own temp dir, else a
+ * testcontainers Redis, else a clear error. Never a mock.
+ */
+export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
+  const envUrl = process.env.LIBOS_TEST_REDIS_URL;
+  if (envUrl && !options.own) {
+    await waitForPing(envUrl, 5_000);
+    return { url: envUrl, source: 'env', stop: async () => {} };
+  }
+  const local = await startLocalServer(options.aof ?? false);
+  if (local) return local;
+  if (!options.own) {
+    const container = await startContainer();
+    if (container) return container;
+  }
+  throw new Error(HOW_TO_GET_ONE);
+}
