@@ -14,6 +14,7 @@ export function libosVitestConfig(options: { testTimeout?: number; fileParalleli
       testTimeout: options.testTimeout ?? 20_000,
       hookTimeout: 30_000,
       fileParallelism: options.fileParallelism ?? true,
+      passWithNoTests: true,
       reporters: ['default', 'json'],
       outputFile: { json: 'reports/vitest.json' },
     },

@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+// Sums the vitest JSON reports of every package into the one closing line CI reads:
+// "N passed, N failed" (", N skipped" when any). Exits 1 when a report counts a failure.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const roots = ['libs', 'apps', 'examples', 'test'];
+const reports = [];
+for (const root of roots) {
+  let entries = [];
+  try {
+    entries = readdirSync(root);
+  } catch {
+    continue;
+  }
+  const dirs = root === 'examples' || root === 'test' ? ['.'] : entries;
+  for (const dir of dirs) {
+    const file = join(root, dir, 'reports', 'vitest.json');
+    try {
+      if (statSync(file).isFile()) reports.push(file);
+    } catch {}
+  }
+}
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+for (const file of reports) {
+  const r = JSON.parse(readFileSync(file, 'utf8'));
+  passed += r.numPassedTests ?? 0;
+  // A test file that failed to load counts as a failure even though none of its tests ran.
+  const brokenFiles = (r.testResults ?? []).filter((t) => t.status === 'failed' && (t.assertionResults ?? []).length === 0).length;
+  failed += (r.numFailedTests ?? 0) + brokenFiles;
+  skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+}
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(failed > 0 ? 1 : 0);
