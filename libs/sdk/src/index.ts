@@ -1,1 +1,2 @@
-export {};
+export * from './workflow/index.js';
+export * from './client/index.js';

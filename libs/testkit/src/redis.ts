@@ -46,6 +46,7 @@ async function waitForPing(url: string, deadlineMs: number): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on('error', () => {}); // failures surface through connect()
     try {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;

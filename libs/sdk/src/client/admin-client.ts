@@ -1,0 +1,107 @@
+import {
+  type CreateRootInput,
+  createRootResultSchema,
+  type ImageSpecInput,
+  imageViewSchema,
+  listImagesResultSchema,
+  listProcessesResultSchema,
+  processViewSchema,
+  type Signal,
+} from '@libos/protocol';
+import { adminObjectSchema, adminWaitResultSchema } from './admin-schemas.js';
+import { Http, type HttpOptions, isRetryable, type RequestOptions, sleep } from './http.js';
+
+export interface AdminClientOptions extends Omit<HttpOptions, 'token'> {
+  /** LIBOS_ADMIN_TOKEN */
+  adminToken: string;
+}
+
+/** The operator's API: images, root processes, listing and signals. */
+export class AdminClient {
+  private readonly http: Http;
+
+  constructor(options: AdminClientOptions) {
+    this.http = new Http({ ...options, token: options.adminToken });
+  }
+
+  async putImage(name: string, spec: ImageSpecInput, options?: RequestOptions) {
+    return (await this.http.request('PUT', `/v1/admin/images/${enc(name)}`, imageViewSchema, spec, options))
+      .data;
+  }
+  async getImage(name: string, options?: RequestOptions) {
+    return (
+      await this.http.request('GET', `/v1/admin/images/${enc(name)}`, imageViewSchema, undefined, options)
+    ).data;
+  }
+  async listImages(options?: RequestOptions) {
+    return (await this.http.request('GET', '/v1/admin/images', listImagesResultSchema, undefined, options))
+      .data.images;
+  }
+  /** A root process: `{pid, token, status}`; with `launch: true` a worker runs it. */
+  async createProcess(args: CreateRootInput, options?: RequestOptions) {
+    return (await this.http.request('POST', '/v1/admin/processes', createRootResultSchema, args, options))
+      .data;
+  }
+  async listProcesses(
+    query: { status?: string; limit?: number; cursor?: string } = {},
+    options?: RequestOptions,
+  ) {
+    const params = new URLSearchParams();
+    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+    const qs = params.size > 0 ? `?${params}` : '';
+    return (
+      await this.http.request(
+        'GET',
+        `/v1/admin/processes${qs}`,
+        listProcessesResultSchema,
+        undefined,
+        options,
+      )
+    ).data;
+  }
+  async getProcess(pid: string, options?: RequestOptions) {
+    return (
+      await this.http.request('GET', `/v1/admin/processes/${enc(pid)}`, processViewSchema, undefined, options)
+    ).data;
+  }
+  async signalProcess(pid: string, signal: Signal, reason?: string, options?: RequestOptions) {
+    const body = reason === undefined ? { signal } : { signal, reason };
+    return (
+      await this.http.request(
+        'POST',
+        `/v1/admin/processes/${enc(pid)}/signal`,
+        processViewSchema,
+        body,
+        options,
+      )
+    ).data;
+  }
+  /** Block until any process is terminal (long-polls asked again transparently). */
+  async waitProcess(pid: string, options: RequestOptions & { block?: boolean } = {}) {
+    const block = options.block ?? true;
+    for (let failures = 0; ; ) {
+      try {
+        const { data } = await this.http.request(
+          'POST',
+          `/v1/admin/processes/${enc(pid)}/wait`,
+          adminWaitResultSchema,
+          { block },
+          options,
+        );
+        if (data.ready || !block) return data;
+        failures = 0;
+      } catch (error) {
+        if (!isRetryable(error)) throw error;
+        await sleep(Math.min(2000, 50 * 2 ** failures++), options.signal);
+      }
+    }
+  }
+  /** Read any object (e.g. a root's result) as the operator. */
+  async readObject(oid: string, options?: RequestOptions) {
+    return (
+      await this.http.request('GET', `/v1/admin/objects/${enc(oid)}`, adminObjectSchema, undefined, options)
+    ).data;
+  }
+}
+
+const enc = encodeURIComponent;

@@ -1,0 +1,28 @@
+import { type ErrorCode, type ErrorDetails, errorEnvelopeSchema } from '@libos/protocol';
+
+/** A refusal or failure answered by the coordinator, typed by its code and reason. */
+export class LibosError extends Error {
+  override readonly name = 'LibosError';
+  constructor(
+    readonly code: ErrorCode | 'transport',
+    message: string,
+    readonly status: number,
+    readonly details?: ErrorDetails,
+  ) {
+    super(message);
+  }
+
+  get reason(): string | undefined {
+    return this.details?.reason;
+  }
+}
+
+/** Turns an HTTP error answer into a LibosError; an answer that is not an envelope is `internal`. */
+export function errorFromResponse(status: number, body: unknown): LibosError {
+  const parsed = errorEnvelopeSchema.safeParse(body);
+  if (parsed.success) {
+    const { code, message, details } = parsed.data.error;
+    return new LibosError(code, message, status, details);
+  }
+  return new LibosError('internal', `the coordinator answered ${status} without an error envelope`, status);
+}

@@ -1,0 +1,5 @@
+export { AdminClient, type AdminClientOptions } from './admin-client.js';
+export { LibosError } from './errors.js';
+export { fromEnv, type ProcessFromEnv } from './from-env.js';
+export type { HttpOptions, RequestOptions } from './http.js';
+export { ProcessClient, type ProcessClientOptions } from './process-client.js';

@@ -1,0 +1,117 @@
+import {
+  type Notice,
+  noticeSchema,
+  TOOLS,
+  type ToolArgs,
+  type ToolName,
+  type ToolResult,
+} from '@libos/protocol';
+import { z } from 'zod';
+import { Http, type HttpOptions, isRetryable, type RequestOptions, sleep } from './http.js';
+
+export interface ProcessClientOptions extends HttpOptions {
+  /** Called with the notices the coordinator attaches to a tool response (message ids only). */
+  onNotices?: (notices: Notice[]) => void;
+}
+
+const noticesSchema = z.array(noticeSchema);
+
+/** How long to wait before asking again after the coordinator could not be reached. */
+const RETRY_DELAYS_MS = [50, 100, 250, 500, 1000, 2000];
+
+/**
+ * The tools of one process, called with its token. Blocking `wait` and `receive` hide the
+ * coordinator's long-poll windows: they ask again until the answer is ready.
+ */
+export class ProcessClient {
+  private readonly http: Http;
+  /** Notices from the last tool response. */
+  lastNotices: Notice[] = [];
+
+  constructor(private readonly options: ProcessClientOptions) {
+    this.http = new Http(options);
+  }
+
+  /** Any tool by name; the answer is validated against the tool's result schema. */
+  async call<N extends ToolName>(
+    tool: N,
+    args: ToolArgs<N>,
+    options: RequestOptions = {},
+  ): Promise<ToolResult<N>> {
+    // TypeScript cannot correlate TOOLS[N] with ToolResult<N>; they are the same by construction.
+    const schema = TOOLS[tool].result as unknown as z.ZodType<ToolResult<N>>;
+    const { data, raw } = await this.http.request('POST', `/v1/tools/${tool}`, schema, args, options);
+    const notices = noticesSchema.safeParse(raw.notices);
+    this.lastNotices = notices.success ? notices.data : [];
+    if (this.lastNotices.length > 0) this.options.onNotices?.(this.lastNotices);
+    return data;
+  }
+
+  spawn(args: ToolArgs<'spawn_child_process'>, options?: RequestOptions) {
+    return this.call('spawn_child_process', args, options);
+  }
+  fork(args: ToolArgs<'fork_child_process'>, options?: RequestOptions) {
+    return this.call('fork_child_process', args, options);
+  }
+  listChildren(args: ToolArgs<'list_child_processes'> = {}, options?: RequestOptions) {
+    return this.call('list_child_processes', args, options);
+  }
+  signal(args: ToolArgs<'signal_child_process'>, options?: RequestOptions) {
+    return this.call('signal_child_process', args, options);
+  }
+  merge(args: ToolArgs<'merge_child_memory'>, options?: RequestOptions) {
+    return this.call('merge_child_memory', args, options);
+  }
+  send(args: ToolArgs<'send_process_message'>, options?: RequestOptions) {
+    return this.call('send_process_message', args, options);
+  }
+  read(args: ToolArgs<'read_process_messages'> = {}, options?: RequestOptions) {
+    return this.call('read_process_messages', args, options);
+  }
+  exit(args: ToolArgs<'process_exit'> = {}, options?: RequestOptions) {
+    return this.call('process_exit', args, options);
+  }
+  createObject(args: ToolArgs<'create_object'>, options?: RequestOptions) {
+    return this.call('create_object', args, options);
+  }
+  readObject(args: ToolArgs<'read_object'>, options?: RequestOptions) {
+    return this.call('read_object', args, options);
+  }
+  writeObject(args: ToolArgs<'write_object'>, options?: RequestOptions) {
+    return this.call('write_object', args, options);
+  }
+  getProcess(args: ToolArgs<'get_process'> = {}, options?: RequestOptions) {
+    return this.call('get_process', args, options);
+  }
+
+  /**
+   * Wait for a direct child. Blocking (the default) returns only when the child is terminal:
+   * a long-poll window that ends unready, a broken connection or a restarting coordinator is
+   * asked again (a wait is an observation, so asking again is safe).
+   */
+  async wait(args: ToolArgs<'wait_child_process'>, options: RequestOptions = {}) {
+    if (args.block === false) return this.call('wait_child_process', args, options);
+    for (let failures = 0; ; ) {
+      try {
+        const answer = await this.call('wait_child_process', { ...args, block: true }, options);
+        if (answer.ready) return answer;
+        failures = 0;
+      } catch (error) {
+        if (!isRetryable(error)) throw error;
+        await sleep(RETRY_DELAYS_MS[Math.min(failures++, RETRY_DELAYS_MS.length - 1)]!, options.signal);
+      }
+    }
+  }
+
+  /**
+   * Receive messages. Blocking (the default) returns when a matching unread message arrived.
+   * Only an unready long-poll answer is asked again: a broken connection is reported, because
+   * a receive that acknowledges may have taken effect before its answer was lost.
+   */
+  async receive(args: ToolArgs<'receive_process_messages'> = {}, options: RequestOptions = {}) {
+    for (;;) {
+      const answer = await this.call('receive_process_messages', args, options);
+      if (answer.ready || args.block === false) return answer;
+    }
+  }
+}
