@@ -1,0 +1,186 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ChildEnding, Usage } from '@libos/contract';
+import { z } from 'zod';
+import type { ShimOptions } from '../options.js';
+import type { ShimRequest } from '../request.js';
+import { type CliEnding, runCli } from '../run-cli.js';
+import type { ShimDialect } from '../serve.js';
+import { parseJsonLine, textOf } from '../text.js';
+import { addTokens, type Tokens, toUsage, usageField } from '../tokens.js';
+
+// Codex (`codex exec --json`, recorded against codex-cli 0.151) as a contract child. Steps are
+// completed items other than reasoning and notices; usage arrives per turn on `turn.completed`
+// and is unpriced; the answer is the last `agent_message`. Codex does not flush usage on SIGINT,
+// so a capped or cancelled run usually carries no usage, and the parent records it unaccounted.
+
+/** The CLI argv: the prompt is the last positional. */
+export function codexArgs(request: ShimRequest, options: ShimOptions, schemaPath?: string): string[] {
+  const sandbox = options.writable || request.kind === 'worker' ? 'workspace-write' : 'read-only';
+  const args = ['exec', '--json', '--skip-git-repo-check', '-s', sandbox];
+  if (options.model !== undefined) args.push('-m', options.model);
+  if (schemaPath !== undefined) args.push('--output-schema', schemaPath);
+  args.push(...options.extra);
+  // A prompt that looks like a flag must not be parsed as one.
+  if (request.prompt.startsWith('-') && !options.extra.includes('--')) args.push('--');
+  args.push(request.prompt);
+  return args;
+}
+
+const count = z.number().int().nonnegative();
+const threadStarted = z.object({ type: z.literal('thread.started'), thread_id: z.string() });
+const itemCompleted = z.object({
+  type: z.literal('item.completed'),
+  item: z.object({
+    type: z.string().optional().catch(undefined),
+    text: z.string().optional().catch(undefined),
+    message: z.string().optional().catch(undefined),
+  }),
+});
+const turnCompleted = z.object({
+  type: z.literal('turn.completed'),
+  usage: z.object({ input_tokens: count, output_tokens: count, cached_input_tokens: count.catch(0) }),
+});
+const turnFailed = z.object({ type: z.literal('turn.failed'), error: z.object({ message: z.string() }) });
+const streamError = z.object({ type: z.literal('error'), message: z.string() });
+
+export interface CodexReport {
+  answer: unknown;
+  engine: 'codex';
+  thread_id?: string;
+  notices?: string[];
+}
+
+/** What the shim has learned from `codex exec --json` so far. Unknown lines are ignored. */
+export class CodexStream {
+  steps = 0;
+  failure: string | undefined;
+  readonly notices: string[] = [];
+  #threadId: string | undefined;
+  #lastMessage: string | undefined;
+  #tokens: Tokens | undefined;
+
+  observe(line: string): void {
+    const json = parseJsonLine(line);
+    if (json === undefined) return;
+    const thread = threadStarted.safeParse(json);
+    if (thread.success) {
+      this.#threadId = thread.data.thread_id;
+      return;
+    }
+    const item = itemCompleted.safeParse(json);
+    if (item.success) {
+      this.#item(item.data.item);
+      return;
+    }
+    const turn = turnCompleted.safeParse(json);
+    if (turn.success) {
+      const { input_tokens: input, output_tokens: output, cached_input_tokens: cached } = turn.data.usage;
+      const hit = Math.min(cached, input);
+      const tokens = { prompt: input, completion: output, hit, miss: input - hit };
+      this.#tokens = this.#tokens === undefined ? tokens : addTokens(this.#tokens, tokens);
+      return;
+    }
+    const failed = turnFailed.safeParse(json);
+    const error = streamError.safeParse(json);
+    const message = failed.success
+      ? failed.data.error.message
+      : error.success
+        ? error.data.message
+        : undefined;
+    if (message !== undefined) this.failure ??= `codex: ${message}`;
+  }
+
+  #item(item: z.infer<typeof itemCompleted>['item']): void {
+    if (item.type === 'reasoning') return;
+    // An `error` item is a notice (e.g. an unsupported service tier): the run goes on.
+    if (item.type === 'error') {
+      if (item.message !== undefined) this.notices.push(item.message);
+      return;
+    }
+    this.steps += 1;
+    if (item.type === 'agent_message' && item.text !== undefined) this.#lastMessage = item.text;
+  }
+
+  /** Summed `turn.completed` usage, or nothing when no turn completed. */
+  usage(): Usage | undefined {
+    return this.#tokens === undefined ? undefined : toUsage(this.#tokens);
+  }
+
+  /** The report, once an agent message arrived; in structured mode the message is parsed as JSON. */
+  report(structured: boolean): CodexReport | undefined {
+    if (this.#lastMessage === undefined) return undefined;
+    let answer: unknown = this.#lastMessage;
+    if (structured) {
+      try {
+        answer = JSON.parse(this.#lastMessage);
+      } catch {
+        // Not JSON after all: the text is still the answer.
+      }
+    }
+    const report: CodexReport = { answer, engine: 'codex' };
+    if (this.#threadId !== undefined) report.thread_id = this.#threadId;
+    if (this.notices.length > 0) report.notices = [...this.notices];
+    return report;
+  }
+}
+
+/** The result for a finished CLI run (reference §3.3 "Endings"). */
+export function codexEnding(stream: CodexStream, cli: CliEnding, structured: boolean): ChildEnding {
+  const account = { ...usageField(stream.usage()), steps: stream.steps };
+  switch (cli.type) {
+    case 'failed':
+      return { status: 'failed', reason: cli.reason, ...account };
+    case 'cancelled':
+      return { status: 'interrupted', reason: 'the parent closed stdin', ...account };
+    case 'stopped':
+      return { status: 'max_steps_exhausted', ...account };
+    case 'exited': {
+      if (stream.failure !== undefined) return { status: 'failed', reason: stream.failure, ...account };
+      const report = stream.report(structured);
+      if (report !== undefined) return { status: 'completed', output: report, ...account };
+      if (cli.code !== 0) {
+        return { status: 'failed', reason: `codex exited ${cli.code} without a result`, ...account };
+      }
+      return { status: 'no_report', ...account };
+    }
+  }
+}
+
+export const codexDialect: ShimDialect = {
+  name: 'codex',
+  async run(options, request, context) {
+    // Codex takes its schema from a file: a request schema goes to a scratch directory for the
+    // run; otherwise `--schema FILE` is passed through as the path.
+    let scratch: string | undefined;
+    try {
+      let schemaPath = options.schema;
+      if (request.schema !== undefined) {
+        try {
+          scratch = await mkdtemp(join(tmpdir(), 'workflow-codex-schema-'));
+          schemaPath = join(scratch, 'schema.json');
+          await writeFile(schemaPath, JSON.stringify(request.schema));
+        } catch (error) {
+          return { status: 'failed', reason: `cannot write the schema file: ${textOf(error)}` };
+        }
+      }
+      const structured = schemaPath !== undefined;
+      const stream = new CodexStream();
+      const maxSteps = request.max_steps;
+      const cli = await runCli({
+        command: options.command,
+        args: codexArgs(request, options, schemaPath),
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+        cancel: context.cancel,
+        observe: (line) => {
+          stream.observe(line);
+          return maxSteps !== undefined && stream.steps > maxSteps ? 'stop' : 'continue';
+        },
+      });
+      return codexEnding(stream, cli, structured);
+    } finally {
+      if (scratch !== undefined) await rm(scratch, { recursive: true, force: true }).catch(() => {});
+    }
+  },
+};
