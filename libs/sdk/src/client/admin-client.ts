@@ -1,4 +1,6 @@
 import {
+  adminObjectSchema,
+  adminWaitResultSchema,
   type CreateRootInput,
   createRootResultSchema,
   type ImageSpecInput,
@@ -8,7 +10,7 @@ import {
   processViewSchema,
   type Signal,
 } from '@libos/protocol';
-import { adminObjectSchema, adminWaitResultSchema } from './admin-schemas.js';
+
 import { Http, type HttpOptions, isRetryable, type RequestOptions, sleep } from './http.js';
 
 export interface AdminClientOptions extends Omit<HttpOptions, 'token'> {

@@ -1,0 +1,82 @@
+import type { Command } from 'commander';
+import { startEmbedded } from '../cluster/embedded.js';
+import { stateDir } from '../cluster/state-dir.js';
+import type { GlobalOptions } from '../context.js';
+import { emit, paint } from '../output.js';
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function untilStopped(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+}
+
+export function registerClusterCommands(program: Command): void {
+  program
+    .command('up')
+    .description('run a whole single-node cluster in the foreground: Redis, a coordinator and N workers')
+    .option('--workers <n>', 'how many worker processes', '2')
+    .option('--concurrency <n>', 'children each worker runs at once')
+    .option('--port <port>', 'coordinator port', process.env.LIBOS_PORT ?? '7070')
+    .option('--redis-url <url>', 'use this Redis instead of a private redis-server', process.env.LIBOS_REDIS_URL)
+    .action(async (opts: { workers: string; concurrency?: string; port: string; redisUrl?: string }) => {
+      const global = program.opts<GlobalOptions>();
+      const dir = stateDir(global.dir);
+      const cluster = await startEmbedded({
+        dir,
+        workers: Number(opts.workers),
+        port: Number(opts.port),
+        redisUrl: opts.redisUrl,
+        concurrency: opts.concurrency ? Number(opts.concurrency) : undefined,
+      });
+      emit(global.json, { url: cluster.url, admin_token_file: cluster.adminTokenFile, redis_url: cluster.redisUrl }, () =>
+        [
+          `${paint('green', 'libos is up')}: coordinator ${cluster.url}, ${opts.workers} worker(s)`,
+          `admin token: ${cluster.adminTokenFile}`,
+          `dashboard:   ${cluster.url}/admin/queues (user admin, password: the admin token)`,
+          `redis:       ${cluster.redisUrl}`,
+          'Ctrl-C stops everything.',
+        ].join('\n'),
+      );
+      const why = await Promise.race([untilStopped(), cluster.exited]);
+      process.stderr.write(`stopping (${why})…\n`);
+      await cluster.stop();
+    });
+
+  program
+    .command('coordinator')
+    .description('run one coordinator (HTTP API, launches, reaper) against LIBOS_REDIS_URL')
+    .option('--port <port>', 'listen port (LIBOS_PORT)')
+    .option('--host <host>', 'listen address (LIBOS_HOST, default 127.0.0.1)')
+    .action(async (opts: { port?: string; host?: string }) => {
+      const { loadCoordinatorConfig, startCoordinator } = await import('@libos/coordinator');
+      const config = loadCoordinatorConfig({
+        ...process.env,
+        ...(opts.port ? { LIBOS_PORT: opts.port } : {}),
+        ...(opts.host ? { LIBOS_HOST: opts.host } : {}),
+      });
+      const coordinator = await startCoordinator(config);
+      await untilStopped();
+      await coordinator.close();
+    });
+
+  program
+    .command('worker')
+    .description('run one worker: takes launches from the pools’ queues and runs contract children')
+    .option('--pools <pools>', 'comma-separated pools (LIBOS_POOLS, default "default")')
+    .option('--concurrency <n>', 'children run at once per pool (LIBOS_CONCURRENCY)')
+    .option('--id <id>', 'worker id (default host:pid)')
+    .action(async (opts: { pools?: string; concurrency?: string; id?: string }) => {
+      const { loadWorkerConfig, startWorker } = await import('@libos/worker');
+      const config = loadWorkerConfig({
+        ...process.env,
+        ...(opts.pools ? { LIBOS_POOLS: opts.pools } : {}),
+        ...(opts.concurrency ? { LIBOS_CONCURRENCY: opts.concurrency } : {}),
+        ...(opts.id ? { LIBOS_WORKER_ID: opts.id } : {}),
+      });
+      const worker = await startWorker(config);
+      await untilStopped();
+      await worker.close();
+    });
+}

@@ -1,0 +1,109 @@
+import {
+  budgetRequestSchema,
+  jsonValueSchema,
+  type ProcessStatus,
+  type ProcessView,
+  processStatusSchema,
+  signalSchema,
+} from '@libos/protocol';
+import type { z } from 'zod';
+import type { AdminClient } from '@libos/sdk';
+import type { Command } from 'commander';
+import { adminClient, type GlobalOptions } from '../context.js';
+import { emit, paintStatus } from '../output.js';
+import { outcomeText, processTable, processTree } from './ps.js';
+
+export async function allProcesses(admin: AdminClient, status?: ProcessStatus): Promise<ProcessView[]> {
+  const all: ProcessView[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await admin.listProcesses({ limit: 1000, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) });
+    all.push(...page.processes);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor);
+  return all;
+}
+
+function parseJsonOption<S extends z.ZodType>(what: string, schema: S, text: string | undefined): z.infer<S> | undefined {
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`${what} must be JSON`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new Error(`${what}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+  return parsed.data;
+}
+
+export function registerProcessCommands(program: Command): void {
+  program
+    .command('run')
+    .description('launch a root process on an image, wait for it, print its outcome and result')
+    .argument('<image>', 'image name')
+    .requiredOption('-g, --goal <goal>', 'the goal')
+    .option('-i, --input <json>', 'input (JSON)')
+    .option('-b, --budget <json>', 'resource budget (JSON), e.g. {"wall_ms":60000}')
+    .option('--no-wait', 'print the pid and return')
+    .action(async (image: string, opts: { goal: string; input?: string; budget?: string; wait: boolean }) => {
+      const global = program.opts<GlobalOptions>();
+      const admin = await adminClient(global);
+      const input = parseJsonOption('--input', jsonValueSchema, opts.input);
+      const budget = parseJsonOption('--budget', budgetRequestSchema, opts.budget);
+      const root = await admin.createProcess({
+        goal: opts.goal,
+        image,
+        launch: true,
+        ...(input === undefined ? {} : { input }),
+        ...(budget === undefined ? {} : { resource_budget: budget }),
+      });
+      if (!opts.wait) return emit(global.json, root, () => root.pid);
+      const done = await admin.waitProcess(root.pid);
+      const result = done.result_oid ? (await admin.readObject(done.result_oid)).payload : null;
+      emit(global.json, { ...done, result }, () =>
+        [
+          `${root.pid} ${paintStatus(done.status)} ${outcomeText(done)}`,
+          ...(done.result_oid ? [JSON.stringify(result, null, 2)] : []),
+        ].join('\n'),
+      );
+      if (done.status !== 'exited') process.exitCode = 1;
+    });
+
+  program
+    .command('ps')
+    .description('list processes')
+    .option('-s, --status <status>', 'only this status')
+    .option('-t, --tree', 'as trees, with outcomes and budgets')
+    .action(async (opts: { status?: string; tree?: boolean }) => {
+      const global = program.opts<GlobalOptions>();
+      const status = opts.status === undefined ? undefined : processStatusSchema.parse(opts.status);
+      const processes = await allProcesses(await adminClient(global), status);
+      emit(global.json, processes, () =>
+        opts.tree ? processTree(processes, { budgets: true }) : processTable(processes),
+      );
+    });
+
+  program
+    .command('wait')
+    .description('block until a process is terminal; print its outcome')
+    .argument('<pid>')
+    .action(async (pid: string) => {
+      const global = program.opts<GlobalOptions>();
+      const done = await (await adminClient(global)).waitProcess(pid);
+      emit(global.json, done, () => `${pid} ${paintStatus(done.status)} ${outcomeText(done)}`);
+      if (done.status !== 'exited') process.exitCode = 1;
+    });
+
+  program
+    .command('signal')
+    .description('pause, resume, cancel or terminate a process (as the operator)')
+    .argument('<pid>')
+    .argument('<signal>', 'pause | resume | cancel | terminate')
+    .option('-r, --reason <reason>')
+    .action(async (pid: string, signal: string, opts: { reason?: string }) => {
+      const global = program.opts<GlobalOptions>();
+      const view = await (await adminClient(global)).signalProcess(pid, signalSchema.parse(signal), opts.reason);
+      emit(global.json, view, () => `${pid} ${paintStatus(view.status)} (generation ${view.state_generation})`);
+    });
+}

@@ -1,0 +1,65 @@
+import type { BudgetView, ProcessView } from '@libos/protocol';
+import { paint, paintStatus, table } from '../output.js';
+
+export function outcomeText(p: Pick<ProcessView, 'outcome'>): string {
+  if (!p.outcome) return '';
+  return p.outcome.reason ? `${p.outcome.type}: ${p.outcome.reason}` : p.outcome.type;
+}
+
+/** `used/limit` for the dimensions that have a limit or any use. */
+export function budgetText(budget: BudgetView): string {
+  const parts: string[] = [];
+  for (const [dim, view] of Object.entries(budget)) {
+    if (view.limit === null && view.used === 0) continue;
+    const used = dim === 'cost_usd' ? view.used.toFixed(4) : String(view.used);
+    parts.push(`${dim} ${used}/${view.limit ?? '∞'}`);
+  }
+  return parts.join(', ');
+}
+
+export function processTable(processes: ProcessView[]): string {
+  return table(
+    ['PID', 'PARENT', 'STATUS', 'IMAGE', 'OUTCOME', 'GEN', 'GOAL'],
+    processes.map((p) => [
+      p.pid,
+      p.parent_pid ?? '-',
+      paintStatus(p.status),
+      p.image ?? '-',
+      outcomeText(p),
+      String(p.state_generation),
+      p.goal.length > 48 ? `${p.goal.slice(0, 47)}…` : p.goal,
+    ]),
+  );
+}
+
+/** Processes as trees under their roots, with status colours, outcomes and budgets. */
+export function processTree(processes: ProcessView[], options: { budgets?: boolean } = {}): string {
+  const byPid = new Map(processes.map((p) => [p.pid, p]));
+  const children = new Map<string, ProcessView[]>();
+  const roots: ProcessView[] = [];
+  for (const p of processes) {
+    if (p.parent_pid && byPid.has(p.parent_pid)) {
+      const list = children.get(p.parent_pid) ?? [];
+      list.push(p);
+      children.set(p.parent_pid, list);
+    } else {
+      roots.push(p);
+    }
+  }
+  const lines: string[] = [];
+  const walk = (p: ProcessView, prefix: string, last: boolean, top: boolean) => {
+    const branch = top ? '' : last ? '└─ ' : '├─ ';
+    const outcome = outcomeText(p);
+    const budget = options.budgets ? budgetText(p.resource_budget) : '';
+    const detail = [outcome && paint('grey', outcome), budget && paint('grey', `[${budget}]`)].filter(Boolean);
+    lines.push(`${prefix}${branch}${paint('bold', p.pid)} ${paintStatus(p.status)} ${p.goal} ${detail.join(' ')}`.trimEnd());
+    const kids = children.get(p.pid) ?? [];
+    kids.forEach((kid, i) => {
+      walk(kid, top ? prefix : prefix + (last ? '   ' : '│  '), i === kids.length - 1, false);
+    });
+  };
+  roots.forEach((root, i) => {
+    walk(root, '', i === roots.length - 1, true);
+  });
+  return lines.join('\n');
+}

@@ -1,0 +1,40 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { HttpRefusal } from './http-errors.js';
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/** The bearer token of a request, or a Basic password (browsers on Bull Board). */
+export function presentedToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (!header) return undefined;
+  const [scheme, value] = header.split(' ', 2);
+  if (!value) return undefined;
+  if (scheme?.toLowerCase() === 'bearer') return value.trim();
+  if (scheme?.toLowerCase() === 'basic') {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon >= 0 ? decoded.slice(colon + 1) : undefined;
+  }
+  return undefined;
+}
+
+/** Compares against the admin token's hash in constant time; the token itself is not kept. */
+export class AdminAuth {
+  private readonly hash: Buffer;
+
+  constructor(adminToken: string) {
+    this.hash = sha256(adminToken);
+  }
+
+  matches(token: string): boolean {
+    return timingSafeEqual(sha256(token), this.hash);
+  }
+
+  /** Throws 401 without a token, 403 with a token that is not the admin's (a process token). */
+  check(request: FastifyRequest): void {
+    const token = presentedToken(request);
+    if (!token) throw new HttpRefusal('unauthenticated', 'an admin bearer token is required');
+    if (!this.matches(token)) throw new HttpRefusal('permission_denied', 'this route needs the admin token');
+  }
+}

@@ -1,0 +1,71 @@
+import { type LaunchJob, launchJobId, launchQueueName, QUEUE_PREFIX } from '@libos/protocol';
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Metrics } from './metrics.js';
+
+export interface LaunchRequest {
+  pid: string;
+  attempt: number;
+  pool: string;
+}
+
+/**
+ * Puts launches on the pool's BullMQ queue. The job id is derived from pid and attempt, so a
+ * second enqueue of the same launch (a retried request, the reaper) is a no-op while the job
+ * exists; when it no longer does, the kernel's claim refuses a second run anyway.
+ */
+export class Launcher {
+  private readonly queues = new Map<string, Queue<LaunchJob>>();
+
+  constructor(
+    private readonly connection: Redis,
+    private readonly metrics?: Metrics,
+  ) {}
+
+  queue(pool: string): Queue<LaunchJob> {
+    let queue = this.queues.get(pool);
+    if (!queue) {
+      queue = new Queue<LaunchJob>(launchQueueName(pool), {
+        connection: this.connection,
+        prefix: QUEUE_PREFIX,
+      });
+      this.queues.set(pool, queue);
+    }
+    return queue;
+  }
+
+  knownQueues(): Queue<LaunchJob>[] {
+    return [...this.queues.values()];
+  }
+
+  async enqueue(launch: LaunchRequest, cause: 'spawn' | 'resume' | 'relaunch' = 'spawn'): Promise<void> {
+    await this.queue(launch.pool).add(
+      'launch',
+      { pid: launch.pid, attempt: launch.attempt },
+      {
+        jobId: launchJobId(launch.pid, launch.attempt),
+        attempts: 1,
+        removeOnComplete: { age: 3600, count: 10_000 },
+        removeOnFail: { age: 7 * 24 * 3600 },
+      },
+    );
+    this.metrics?.launches.inc({ pool: launch.pool, cause });
+  }
+
+  /** Removes a launch that is still waiting (cancel or pause of a queued child). */
+  async withdraw(launch: LaunchRequest): Promise<boolean> {
+    const job = await this.queue(launch.pool).getJob(launchJobId(launch.pid, launch.attempt));
+    if (!job) return false;
+    try {
+      await job.remove();
+      return true;
+    } catch {
+      // Active (locked by a worker): the kernel's claim or completion settles it.
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.knownQueues().map((q) => q.close()));
+  }
+}

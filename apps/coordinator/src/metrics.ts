@@ -1,0 +1,43 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The coordinator's Prometheus metrics. Gauges that need Redis are filled at scrape time. */
+export function createMetrics() {
+  const registry = new Registry();
+  const processesByStatus = new Gauge({
+    name: 'libos_processes',
+    help: 'Processes by status (from the kernel index)',
+    labelNames: ['status'],
+    registers: [registry],
+  });
+  const queueDepth = new Gauge({
+    name: 'libos_queue_jobs',
+    help: 'Launch jobs by pool and state',
+    labelNames: ['pool', 'state'],
+    registers: [registry],
+  });
+  const launches = new Counter({
+    name: 'libos_launches_total',
+    help: 'Launch jobs enqueued by this coordinator',
+    labelNames: ['pool', 'cause'],
+    registers: [registry],
+  });
+  const completions = new Counter({
+    name: 'libos_completions_total',
+    help: 'Terminal outcomes observed by this coordinator, by outcome type',
+    labelNames: ['type'],
+    registers: [registry],
+  });
+  const wakeLatency = new Histogram({
+    name: 'libos_wake_latency_seconds',
+    help: 'From a wake publish to the blocked request answering',
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+    registers: [registry],
+  });
+  const openLongPolls = new Gauge({
+    name: 'libos_long_polls_open',
+    help: 'Blocking waits and receives held open now',
+    registers: [registry],
+  });
+  return { registry, processesByStatus, queueDepth, launches, completions, wakeLatency, openLongPolls };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,79 @@
+import type { Kernel } from '@libos/kernel';
+import { launchJobId } from '@libos/protocol';
+import type { Logger } from 'pino';
+import type { Launcher } from './launcher.js';
+
+export interface ReaperOptions {
+  intervalMs: number;
+  /** A runnable process older than this whose job is gone is enqueued again. */
+  relaunchAfterMs: number;
+}
+
+/**
+ * The coordinator's sweep: expired leases become `paused`/`stale_execution` (or `killed` when a
+ * kill was pending) through the kernel, and runnable processes whose launch never reached the
+ * queue (a coordinator that died between recording and enqueueing) are enqueued again. Every
+ * coordinator may run it: both halves are idempotent.
+ */
+export class Reaper {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly launcher: Launcher,
+    private readonly log: Logger,
+    private readonly options: ReaperOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => {
+      this.running ??= this.sweep()
+        .catch((error: unknown) => this.log.warn({ err: error }, 'reaper sweep failed'))
+        .finally(() => {
+          this.running = undefined;
+        });
+    }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running;
+  }
+
+  async sweep(): Promise<void> {
+    for (const recovery of await this.kernel.worker.reapExpired()) {
+      this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
+    }
+    await this.relaunchLost();
+  }
+
+  private async relaunchLost(): Promise<void> {
+    const cutoff = Date.now() - this.options.relaunchAfterMs;
+    const pools = new Map<string, string>();
+    let cursor: string | undefined;
+    do {
+      const page = await this.kernel.admin.listProcesses({
+        status: 'runnable',
+        limit: 500,
+        ...(cursor ? { cursor } : {}),
+      });
+      for (const view of page.processes) {
+        if (view.driver !== 'worker' || !view.image || Date.parse(view.updated_at) > cutoff) continue;
+        let pool = pools.get(view.image);
+        if (!pool) {
+          pool = (await this.kernel.admin.getImage(view.image)).spec.pool;
+          pools.set(view.image, pool);
+        }
+        if (await this.launcher.queue(pool).getJob(launchJobId(view.pid, view.attempt))) continue;
+        this.log.warn({ pid: view.pid, attempt: view.attempt }, 'runnable without a job: enqueued again');
+        // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
+        await this.kernel.admin.launchOf(view.pid).catch((error: unknown) => {
+          this.log.warn({ pid: view.pid, err: error }, 'relaunch refused');
+        });
+      }
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+}

@@ -1,0 +1,48 @@
+import type { Kernel } from '@libos/kernel';
+import { PROCESS_STATUSES } from '@libos/protocol';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Launcher } from '../launcher.js';
+import type { Metrics } from '../metrics.js';
+
+export interface OpsRouteDeps {
+  redis: Redis;
+  kernel: Kernel;
+  launcher: Launcher;
+  metrics: Metrics;
+}
+
+const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
+
+/** Health (reports Redis), Prometheus metrics (filled from Redis at scrape time). */
+export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promise<void> {
+  app.get('/healthz', { schema: { tags: ['ops'] } }, async (_request, reply) => {
+    const started = performance.now();
+    try {
+      await deps.redis.ping();
+      return { status: 'ok', redis: { status: 'ok', latency_ms: +(performance.now() - started).toFixed(2) } };
+    } catch (error) {
+      return reply
+        .status(503)
+        .send({ status: 'unavailable', redis: { status: 'down', error: String(error) } });
+    }
+  });
+
+  app.get('/metrics', { schema: { tags: ['ops'] } }, async (_request, reply) => {
+    const { metrics, kernel, redis, launcher } = deps;
+    const pipeline = redis.pipeline();
+    for (const status of PROCESS_STATUSES) pipeline.zcard(kernel.keys.indexStatus(status));
+    const counts = (await pipeline.exec()) ?? [];
+    PROCESS_STATUSES.forEach((status, i) => {
+      const count = counts[i]?.[1];
+      if (typeof count === 'number') metrics.processesByStatus.set({ status }, count);
+    });
+    for (const queue of launcher.knownQueues()) {
+      const jobCounts = await queue.getJobCounts(...JOB_STATES);
+      const pool = queue.name.replace(/^launch-/, '');
+      for (const state of JOB_STATES) metrics.queueDepth.set({ pool, state }, jobCounts[state] ?? 0);
+    }
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}

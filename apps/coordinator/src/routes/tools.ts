@@ -1,0 +1,109 @@
+import type { Kernel } from '@libos/kernel';
+import {
+  errorEnvelopeSchema,
+  MESSAGE_TOOLS,
+  type Notice,
+  noticeSchema,
+  TOOL_NAMES,
+  TOOLS,
+  type ToolName,
+} from '@libos/protocol';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { abortOnClose } from '../abort-on-close.js';
+import { presentedToken } from '../auth.js';
+import { HttpRefusal } from '../http-errors.js';
+import type { Launcher } from '../launcher.js';
+import type { Metrics } from '../metrics.js';
+
+const BLOCKING_TOOLS: readonly ToolName[] = ['wait_child_process', 'receive_process_messages'];
+const errorResponses = { 400: errorEnvelopeSchema, 401: errorEnvelopeSchema, 403: errorEnvelopeSchema };
+
+export interface ToolRouteDeps {
+  kernel: Kernel;
+  launcher: Launcher;
+  metrics: Metrics;
+  pollMs: number;
+  /** Aborted at shutdown, so open long-polls answer at once. */
+  shutdown: AbortSignal;
+}
+
+async function callerOf(kernel: Kernel, request: FastifyRequest) {
+  const token = presentedToken(request);
+  if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
+  return kernel.authenticate(token);
+}
+
+/**
+ * `POST /v1/tools/{tool}` for every tool, as the process whose token is presented. Interrupt
+ * notices due before a non-message tool and notices due after any call ride on the response.
+ */
+export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Promise<void> {
+  const { kernel, metrics } = deps;
+  const typed = app.withTypeProvider<ZodTypeProvider>();
+  for (const name of TOOL_NAMES) {
+    const tool = TOOLS[name];
+    const response = (tool.result as z.ZodObject).extend({ notices: z.array(noticeSchema).optional() });
+    typed.post(
+      `/v1/tools/${name}`,
+      {
+        schema: {
+          description: tool.description,
+          tags: ['tools'],
+          security: [{ bearer: [] }],
+          body: tool.args.optional(),
+          response: { 200: response, ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const caller = await callerOf(kernel, request);
+        const notices: Notice[] = [];
+        if (!MESSAGE_TOOLS.includes(name)) {
+          const before = await kernel.takeNotices(caller.pid, 'before');
+          if (before) notices.push(before);
+        }
+        const blocking = BLOCKING_TOOLS.includes(name);
+        if (blocking) metrics.openLongPolls.inc();
+        let result: Record<string, unknown>;
+        try {
+          const options = blocking
+            ? { signal: abortOnClose(request, reply, deps.shutdown), pollMs: deps.pollMs }
+            : undefined;
+          result = (await kernel.callTool(name, caller, request.body ?? {}, options)) as Record<
+            string,
+            unknown
+          >;
+        } finally {
+          if (blocking) metrics.openLongPolls.dec();
+        }
+        await afterTool(deps, name, result);
+        const after = await kernel.takeNotices(caller.pid, 'after');
+        if (after) notices.push(after);
+        return notices.length > 0 ? { ...result, notices } : result;
+      },
+    );
+  }
+}
+
+/** A signal that stopped a child before it ran withdraws its queued job. */
+async function afterTool(
+  deps: ToolRouteDeps,
+  name: ToolName,
+  result: Record<string, unknown>,
+): Promise<void> {
+  if (name !== 'signal_child_process') return;
+  await withdrawIfQueued(deps, String(result.child_pid), String(result.status));
+}
+
+export async function withdrawIfQueued(
+  deps: Pick<ToolRouteDeps, 'kernel' | 'launcher'>,
+  pid: string,
+  status: string,
+): Promise<void> {
+  if (status !== 'killed' && status !== 'paused') return;
+  const view = await deps.kernel.admin.getProcess(pid);
+  if (view.driver !== 'worker' || view.image === null) return;
+  const image = await deps.kernel.admin.getImage(view.image).catch(() => undefined);
+  await deps.launcher.withdraw({ pid, attempt: view.attempt, pool: image?.spec.pool ?? 'default' });
+}

@@ -1,0 +1,111 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import swagger from '@fastify/swagger';
+import { Kernel } from '@libos/kernel';
+import { errorEnvelope } from '@libos/protocol';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { AdminAuth } from './auth.js';
+import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
+import type { CoordinatorConfig } from './config.js';
+import { sendError } from './http-errors.js';
+import { Launcher } from './launcher.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { adminRoutes } from './routes/admin.js';
+import { opsRoutes } from './routes/ops.js';
+import { toolRoutes } from './routes/tools.js';
+
+export interface ServerParts {
+  app: FastifyInstance;
+  kernel: Kernel;
+  launcher: Launcher;
+  metrics: Metrics;
+  /** Aborted at shutdown: open long-polls answer `ready: false` and clients ask again. */
+  shutdown: AbortController;
+}
+
+/**
+ * The coordinator's HTTP service: a thin layer over the kernel. `redis` serves the kernel;
+ * `queueRedis` serves the BullMQ queues (kept apart so queue traffic never delays a transition).
+ */
+export async function buildServer(
+  config: CoordinatorConfig,
+  redis: Redis,
+  queueRedis: Redis,
+  logger: Logger,
+): Promise<ServerParts> {
+  const metrics = createMetrics();
+  const launcher = new Launcher(queueRedis, metrics);
+  const shutdown = new AbortController();
+  const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
+    loggerInstance: logger,
+    bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
+    disableRequestLogging: false,
+    return503OnClosing: true,
+  });
+  const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send(errorEnvelope('not_found', `no route ${request.method} ${request.url}`)),
+  );
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'libos coordinator', version: '1' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  let board: BullBoard | undefined;
+  await app.register(async (scope) => {
+    // Bull Board installs its own error handler, so refusals are answered here, not thrown.
+    scope.addHook('onRequest', async (request, reply) => {
+      try {
+        auth.check(request);
+      } catch (error) {
+        reply.header('www-authenticate', 'Basic realm="libos", charset="UTF-8"');
+        return sendError(error, request, reply);
+      }
+    });
+    board = await mountBullBoard(scope);
+  });
+  const showPool = (pool: string) => board?.show(launcher.queue(pool));
+  const kernel = new Kernel({
+    redis,
+    limits: { pollMs: config.LIBOS_LONG_POLL_MS },
+    onLaunch: async (launch) => {
+      showPool(launch.pool);
+      await launcher.enqueue(launch);
+    },
+    onError: (error) => logger.warn({ err: error }, 'kernel background error'),
+  });
+  await app.register((scope) =>
+    adminRoutes(scope, {
+      kernel,
+      launcher,
+      auth,
+      pollMs: config.LIBOS_LONG_POLL_MS,
+      shutdown: shutdown.signal,
+      onPool: showPool,
+    }),
+  );
+  await app.register((scope) =>
+    toolRoutes(scope, {
+      kernel,
+      launcher,
+      metrics,
+      pollMs: config.LIBOS_LONG_POLL_MS,
+      shutdown: shutdown.signal,
+    }),
+  );
+  await app.register((scope) => opsRoutes(scope, { redis, kernel, launcher, metrics }));
+
+  for (const image of await kernel.admin.listImages().catch(() => [])) showPool(image.spec.pool);
+  return { app, kernel, launcher, metrics, shutdown };
+}
+
+export { BOARD_PATH };

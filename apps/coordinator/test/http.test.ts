@@ -1,0 +1,174 @@
+import { mintToken } from '@libos/kernel';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+  await h.admin.putImage('echo', { command: 'sh', args: ['-c', 'exit 0', 'sh', '{result_file}'] });
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+describe('authentication and authorisation', () => {
+  test('a tool call without a token is 401 and changes nothing', async () => {
+    const res = await raw(h.coordinator.url, '/v1/tools/spawn_child_process', {
+      method: 'POST',
+      body: JSON.stringify({ goal: 'x' }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({ error: { code: 'unauthenticated' } });
+  });
+
+  test('a wrong token is 401', async () => {
+    const root = await h.admin.createProcess({ goal: 'root' });
+    const forged = `${root.pid}.${'A'.repeat(43)}`;
+    const res = await raw(h.coordinator.url, '/v1/tools/get_process', {
+      method: 'POST',
+      token: forged,
+      body: '{}',
+    });
+    expect(res.status).toBe(401);
+    const garbage = await raw(h.coordinator.url, '/v1/tools/get_process', {
+      method: 'POST',
+      token: 'nope',
+      body: '{}',
+    });
+    expect(garbage.status).toBe(401);
+  });
+
+  test('a process token on an admin route is 403; no token is 401', async () => {
+    const root = await h.admin.createProcess({ goal: 'root' });
+    const withProcessToken = await raw(h.coordinator.url, '/v1/admin/images', { token: root.token! });
+    expect(withProcessToken.status).toBe(403);
+    expect(withProcessToken.body).toMatchObject({ error: { code: 'permission_denied' } });
+    expect((await raw(h.coordinator.url, '/v1/admin/images')).status).toBe(401);
+    expect((await raw(h.coordinator.url, '/admin/queues')).status).toBe(401);
+  });
+
+  test('a terminal process’s token is dead', async () => {
+    const root = await h.admin.createProcess({ goal: 'short-lived' });
+    const client = h.as(root.token!);
+    await client.exit({ payload: { done: true } });
+    const res = await raw(h.coordinator.url, '/v1/tools/get_process', {
+      method: 'POST',
+      token: root.token!,
+      body: '{}',
+    });
+    expect(res.status).toBe(401);
+  });
+
+  test('a child’s token cannot act on its sibling, and the refusal changes nothing', async () => {
+    const root = await h.admin.createProcess({ goal: 'parent' });
+    const parent = h.as(root.token!);
+    const a = await parent.spawn({ goal: 'a', image: 'echo' });
+    const b = await parent.spawn({ goal: 'b', image: 'echo' });
+    // Act as the worker that runs `a`: mint its token and claim its launch.
+    const { token, tokenHash } = mintToken(a.pid);
+    await h.coordinator.kernel.worker.claim(a.pid, 1, { workerId: 'test', tokenHash, leaseMs: 60_000 });
+    const before = await h.admin.getProcess(b.pid);
+    for (const [tool, body] of [
+      ['signal_child_process', { child_pid: b.pid, signal: 'cancel' }],
+      ['wait_child_process', { child_pid: b.pid, block: false }],
+      ['send_process_message', { to: b.pid, body: 'hi sibling' }],
+    ] as const) {
+      const res = await raw(h.coordinator.url, `/v1/tools/${tool}`, {
+        method: 'POST',
+        token,
+        body: JSON.stringify(body),
+      });
+      expect(res.status, tool).toBe(403);
+      expect(res.body).toMatchObject({ error: { code: 'permission_denied' } });
+    }
+    const after = await h.admin.getProcess(b.pid);
+    expect(after.state_generation).toBe(before.state_generation);
+    expect(after.status).toBe('runnable');
+  });
+});
+
+describe('validation and errors', () => {
+  test('a bad body is 400 invalid_argument naming each bad path', async () => {
+    const root = await h.admin.createProcess({ goal: 'v' });
+    const res = await raw(h.coordinator.url, '/v1/tools/send_process_message', {
+      method: 'POST',
+      token: root.token!,
+      body: JSON.stringify({ to: 'self', kind: 'loud', channel: 7 }),
+    });
+    expect(res.status).toBe(400);
+    const body = res.body as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('invalid_argument');
+    expect(body.error.message).toContain('kind');
+    expect(body.error.message).toContain('channel');
+  });
+
+  test('an image without {result_file} is refused and not stored', async () => {
+    const res = await raw(h.coordinator.url, '/v1/admin/images/broken', {
+      method: 'PUT',
+      token: ADMIN_TOKEN,
+      body: JSON.stringify({ command: 'true', args: [] }),
+    });
+    expect(res.status).toBe(400);
+    expect((await raw(h.coordinator.url, '/v1/admin/images/broken', { token: ADMIN_TOKEN })).status).toBe(
+      404,
+    );
+  });
+
+  test('an oversized body is 413 payload_too_large', async () => {
+    const root = await h.admin.createProcess({ goal: 'big' });
+    const res = await raw(h.coordinator.url, '/v1/tools/create_object', {
+      method: 'POST',
+      token: root.token!,
+      body: JSON.stringify({ payload: 'x'.repeat(5 * 1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ error: { code: 'payload_too_large' } });
+  });
+
+  test('unknown routes answer the error envelope', async () => {
+    const res = await raw(h.coordinator.url, '/v1/tools/nope', { method: 'POST', body: '{}' });
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ error: { code: 'not_found' } });
+  });
+});
+
+describe('operations', () => {
+  test('healthz reports Redis', async () => {
+    const res = await raw(h.coordinator.url, '/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'ok', redis: { status: 'ok' } });
+  });
+
+  test('metrics expose processes by status and queue depth', async () => {
+    await h.admin.createProcess({ goal: 'counted' });
+    const res = await raw(h.coordinator.url, '/metrics');
+    expect(res.status).toBe(200);
+    expect(res.text).toMatch(/libos_processes\{status="running"\} [1-9]/);
+    expect(res.text).toContain('libos_queue_jobs{pool="default",state="waiting"}');
+    expect(res.text).toContain('libos_wake_latency_seconds');
+  });
+
+  test('the OpenAPI document lists every tool and admin route', async () => {
+    const res = await raw(h.coordinator.url, '/openapi.json');
+    expect(res.status).toBe(200);
+    const doc = res.body as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        '/v1/tools/spawn_child_process',
+        '/v1/tools/receive_process_messages',
+        '/v1/admin/processes',
+      ]),
+    );
+  });
+
+  test('Bull Board lists the launch queues behind admin auth', async () => {
+    const basic = `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`;
+    const page = await raw(h.coordinator.url, '/admin/queues', { headers: { authorization: basic } });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<html');
+    const api = await raw(h.coordinator.url, '/admin/queues/api/queues', { token: ADMIN_TOKEN });
+    expect(api.status).toBe(200);
+    const names = (api.body as { queues: { name: string }[] }).queues.map((q) => q.name);
+    expect(names).toContain('launch-default');
+  });
+});
