@@ -1,1 +1,1 @@
-export {};
+export { ADMIN_TOKEN, CLI_SOURCE, Cluster, type ClusterOptions } from './cluster.js';
