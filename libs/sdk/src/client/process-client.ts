@@ -33,10 +33,24 @@ export class ProcessClient {
   }
 
   /** Any tool by name; the answer is validated against the tool's result schema. */
-  async call<N extends ToolName>(
+  call<N extends ToolName>(tool: N, args: ToolArgs<N>, options: RequestOptions = {}): Promise<ToolResult<N>> {
+    return this.post(tool, args, options);
+  }
+
+  /**
+   * A tool call with arguments not checked here (an MCP client's, say): the coordinator
+   * validates them. Blocking waits and receives behave as `wait` and `receive`.
+   */
+  forward(tool: ToolName, args: Record<string, unknown>, options: RequestOptions = {}): Promise<unknown> {
+    if (tool === 'wait_child_process') return this.blockingWait(args, options);
+    if (tool === 'receive_process_messages') return this.blockingReceive(args, options);
+    return this.post(tool, args, options);
+  }
+
+  private async post<N extends ToolName>(
     tool: N,
-    args: ToolArgs<N>,
-    options: RequestOptions = {},
+    args: unknown,
+    options: RequestOptions,
   ): Promise<ToolResult<N>> {
     // TypeScript cannot correlate TOOLS[N] with ToolResult<N>; they are the same by construction.
     const schema = TOOLS[tool].result as unknown as z.ZodType<ToolResult<N>>;
@@ -89,11 +103,24 @@ export class ProcessClient {
    * a long-poll window that ends unready, a broken connection or a restarting coordinator is
    * asked again (a wait is an observation, so asking again is safe).
    */
-  async wait(args: ToolArgs<'wait_child_process'>, options: RequestOptions = {}) {
-    if (args.block === false) return this.call('wait_child_process', args, options);
+  wait(args: ToolArgs<'wait_child_process'>, options: RequestOptions = {}) {
+    return this.blockingWait(args, options);
+  }
+
+  /**
+   * Receive messages. Blocking (the default) returns when a matching unread message arrived.
+   * Only an unready long-poll answer is asked again: a broken connection is reported, because
+   * a receive that acknowledges may have taken effect before its answer was lost.
+   */
+  receive(args: ToolArgs<'receive_process_messages'> = {}, options: RequestOptions = {}) {
+    return this.blockingReceive(args, options);
+  }
+
+  private async blockingWait(args: { block?: boolean }, options: RequestOptions) {
+    if (args.block === false) return this.post('wait_child_process', args, options);
     for (let failures = 0; ; ) {
       try {
-        const answer = await this.call('wait_child_process', { ...args, block: true }, options);
+        const answer = await this.post('wait_child_process', { ...args, block: true }, options);
         if (answer.ready) return answer;
         failures = 0;
       } catch (error) {
@@ -103,14 +130,9 @@ export class ProcessClient {
     }
   }
 
-  /**
-   * Receive messages. Blocking (the default) returns when a matching unread message arrived.
-   * Only an unready long-poll answer is asked again: a broken connection is reported, because
-   * a receive that acknowledges may have taken effect before its answer was lost.
-   */
-  async receive(args: ToolArgs<'receive_process_messages'> = {}, options: RequestOptions = {}) {
+  private async blockingReceive(args: { block?: boolean }, options: RequestOptions) {
     for (;;) {
-      const answer = await this.call('receive_process_messages', args, options);
+      const answer = await this.post('receive_process_messages', args, options);
       if (answer.ready || args.block === false) return answer;
     }
   }
