@@ -1,1 +1,15 @@
-export {};
+export type { AdminOps } from './admin.js';
+export { DEFAULT_ROOT_CAPABILITIES } from './admin.js';
+export {
+  type Caller,
+  type CallOptions,
+  DEFAULT_LIMITS,
+  type KernelLimits,
+  type KernelOptions,
+} from './core.js';
+export { KernelError } from './errors.js';
+export { Kernel, type KernelTools } from './kernel.js';
+export { Keys } from './keys.js';
+export { hashSecret, mintToken, parseToken } from './tokens.js';
+export { type WakeEvent, WakeHub, type WakeListener } from './wake-hub.js';
+export type { ClaimOptions, Recovery, WorkerOps } from './worker-ops.js';

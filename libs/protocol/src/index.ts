@@ -1,1 +1,11 @@
-export {};
+export * from './admin.js';
+export * from './budget.js';
+export * from './capability.js';
+export * from './common.js';
+export * from './errors.js';
+export * from './launch-queue.js';
+export * from './messages.js';
+export * from './operator.js';
+export * from './process.js';
+export * from './tools.js';
+export * from './worker.js';

@@ -1,0 +1,240 @@
+import {
+  type AdminObject,
+  type AdminWaitResult,
+  adminSignalArgsSchema,
+  adminWaitArgsSchema,
+  BUDGET_DIMENSIONS,
+  type Capability,
+  type CreateRootResult,
+  createRootArgsSchema,
+  IMAGE_READ_RIGHT,
+  type ImageView,
+  imageResource,
+  isTerminal,
+  jsonValueSchema,
+  type Launch,
+  type ListProcessesResult,
+  listProcessesQuerySchema,
+  oidSchema,
+  type ProcessView,
+  pidSchema,
+  SPAWN_RESOURCE,
+  SPAWN_RIGHT,
+  type ToolResult,
+} from '@libos/protocol';
+import { z } from 'zod';
+import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
+import { KernelError, parseOrThrow } from './errors.js';
+import type { ProcessTools } from './process-tools.js';
+import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
+import type { IndexRecord } from './scripts.js';
+import { mintToken, newRootPid } from './tokens.js';
+
+/** The grants a root gets when `capabilities` is omitted: it may spawn and use every image. */
+export const DEFAULT_ROOT_CAPABILITIES: Capability[] = [
+  { resource: SPAWN_RESOURCE, rights: [SPAWN_RIGHT], delegable: true },
+  { resource: imageResource('*'), rights: [IMAGE_READ_RIGHT], delegable: true },
+];
+
+const createHeadSchema = z.object({ pid: z.string() });
+
+function normalizeAbsolute(path: string): string {
+  if (!path.startsWith('/') || path.includes('\0')) {
+    throw new KernelError('invalid_argument', `cwd must be an absolute path: ${path}`, { reason: 'path' });
+  }
+  const parts: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') {
+      if (parts.length === 0)
+        throw new KernelError('invalid_argument', `cwd climbs above /: ${path}`, { reason: 'path' });
+      parts.pop();
+    } else parts.push(segment);
+  }
+  return `/${parts.join('/')}`;
+}
+
+/** Operator operations: images, roots, listing, signals, index repair. */
+export class AdminOps {
+  constructor(
+    private readonly core: KernelCore,
+    private readonly processes: ProcessTools,
+  ) {}
+
+  putImage(name: string, spec: unknown): Promise<ImageView> {
+    return this.core.images.put(name, spec);
+  }
+
+  async getImage(name: string): Promise<ImageView> {
+    const view = await this.core.images.get(name);
+    if (!view) throw new KernelError('not_found', `no image ${name}`, { reason: 'unknown_image' });
+    return view;
+  }
+
+  listImages(): Promise<ImageView[]> {
+    return this.core.images.list();
+  }
+
+  /**
+   * A root process (a new tree). Caller-driven roots are `running` and get a token; launched
+   * roots (`launch: true`) are `runnable` at attempt 1, get their token from their worker at claim.
+   */
+  async createRoot(input: unknown): Promise<CreateRootResult> {
+    const args = parseOrThrow(createRootArgsSchema, input, 'create root');
+    const spec = args.image === undefined ? undefined : await this.core.images.require(args.image);
+    if (args.launch && !spec)
+      throw new KernelError('invalid_argument', 'a launched root needs an image', { reason: 'no_image' });
+    const explicit = budgetUnits(args.resource_budget);
+    const defaults = budgetUnits(spec?.default_budget);
+    const budget: Record<string, number> = {};
+    for (const dimension of BUDGET_DIMENSIONS)
+      budget[dimension] = explicit[dimension] ?? defaults[dimension] ?? -1;
+    const cwd = normalizeAbsolute(args.cwd ?? spec?.cwd ?? '/');
+    const caps = (args.capabilities ?? DEFAULT_ROOT_CAPABILITIES).map(storedCapability);
+    for (let attempt = 0; ; attempt += 1) {
+      const pid = newRootPid();
+      const minted = args.launch ? undefined : mintToken(pid);
+      try {
+        const reply = await this.core.run('create_root', pid, {
+          pid,
+          goal: args.goal,
+          ...(args.input === undefined ? {} : { input: this.core.json(args.input, 'input') }),
+          image: args.image ?? '',
+          ispec: spec ? JSON.stringify(spec) : '',
+          idef: defaults,
+          skills: spec?.skills ?? [],
+          pool: spec?.pool ?? 'default',
+          cwd,
+          caps,
+          clearance: args.clearance ?? ['*'],
+          budget,
+          launch: args.launch,
+          th: minted?.tokenHash ?? '',
+        });
+        const row = rowFromFlat(reply.rest[0]);
+        createHeadSchema.parse(reply.head);
+        if (args.launch) await this.core.launch(row);
+        return { pid, token: minted?.token ?? null, status: statusOf(row) };
+      } catch (error) {
+        const taken = error instanceof KernelError && error.code === 'failed_precondition' && attempt < 3;
+        if (!taken) throw error;
+      }
+    }
+  }
+
+  async getProcess(pid: string): Promise<ProcessView> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const reply = await this.core.run('get', pid, { caller: '', pid });
+    return viewOf(rowFromFlat(reply.rest[0]));
+  }
+
+  /** Processes by status (from the derived index), ordered by pid, with a cursor. */
+  async listProcesses(query: unknown = {}): Promise<ListProcessesResult> {
+    const q = parseOrThrow(listProcessesQuerySchema, query, 'list processes');
+    await this.core.index.drain();
+    const key = q.status ? this.core.keys.indexStatus(q.status) : this.core.keys.indexAll;
+    const start = q.cursor ? `(${q.cursor}` : '-';
+    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, q.limit + 1);
+    const page = pids.slice(0, q.limit);
+    const pipeline = this.core.redis.pipeline();
+    for (const pid of page) pipeline.hgetall(this.core.keys.row(pid));
+    const rows = (await pipeline.exec()) ?? [];
+    const processes: ProcessView[] = [];
+    for (const [error, value] of rows) {
+      if (error) throw new KernelError('unavailable', error.message);
+      const flat = Object.entries(z.record(z.string(), z.string()).parse(value)).flat();
+      if (flat.length === 0) continue;
+      const view = viewOf(rowFromFlat(flat));
+      if (!q.status || view.status === q.status) processes.push(view);
+    }
+    return { processes, next_cursor: pids.length > q.limit ? (page[page.length - 1] ?? null) : null };
+  }
+
+  /** An operator's signal: any nonterminal process; resume may clear a host-only gate. */
+  signal(pid: string, input: unknown): Promise<ToolResult<'signal_child_process'>> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const args = parseOrThrow(adminSignalArgsSchema, input, 'signal');
+    return this.processes.signal(undefined, { child_pid: pid, ...args });
+  }
+
+  /**
+   * An operator's wait on any process (a launched root, say): observe, or block until it is
+   * terminal (long-poll window, AbortSignal). Records nothing: an operator is not a process.
+   */
+  async wait(pid: string, input: unknown = {}, options?: CallOptions): Promise<AdminWaitResult> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const args = parseOrThrow(adminWaitArgsSchema, input ?? {}, 'wait');
+    const observe = async (): Promise<AdminWaitResult> => {
+      const reply = await this.core.run('get', pid, { caller: '', pid });
+      const row = rowFromFlat(reply.rest[0]);
+      const status = statusOf(row);
+      return {
+        ready: isTerminal(status),
+        pid,
+        status,
+        outcome: outcomeOf(row),
+        result_oid: field(row, 'result') || null,
+        state_generation: Number(field(row, 'gen')),
+      };
+    };
+    if (!args.block) return observe();
+    return this.core.blocking(this.core.keys.exitChannel(pid), observe, (result) => result.ready, options);
+  }
+
+  /** An operator reads any object (no handle, no taint): e.g. a root's result. */
+  async readObject(oid: string): Promise<AdminObject> {
+    parseOrThrow(oidSchema, oid, 'oid');
+    const key = `${this.core.keys.treeOf(oid)}o:${oid.slice(oid.lastIndexOf('/o') + 2)}`;
+    const stored = z.record(z.string(), z.string()).parse(await this.core.redis.hgetall(key));
+    if (!stored.payload || !stored.owner) {
+      throw new KernelError('not_found', `object ${oid} does not exist or was released`, {
+        reason: 'released',
+      });
+    }
+    return {
+      oid,
+      payload: jsonValueSchema.parse(JSON.parse(stored.payload)),
+      owner: stored.owner,
+      labels: z.array(z.string()).parse(JSON.parse(stored.labels || '[]')),
+      version: Number(stored.version ?? '1'),
+    };
+  }
+
+  /** The launch of a runnable process, to enqueue again if its job was lost. */
+  async launchOf(pid: string): Promise<Launch> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const reply = await this.core.run('get', pid, { caller: '', pid });
+    const row = rowFromFlat(reply.rest[0]);
+    if (field(row, 'status') !== 'runnable') {
+      throw new KernelError('failed_precondition', `${pid} is ${field(row, 'status')}, not runnable`, {
+        reason: 'not_runnable',
+      });
+    }
+    return this.core.launch(row);
+  }
+
+  /** Rebuild the status and lease indexes from the rows (they are derived data). */
+  async repairIndex(): Promise<number> {
+    const pattern = `${this.core.keys.prefix}{*}:p:*`;
+    let cursor = '0';
+    let count = 0;
+    do {
+      const [next, keys] = await this.core.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      if (keys.length === 0) continue;
+      const pipeline = this.core.redis.pipeline();
+      for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run');
+      const records: IndexRecord[] = [];
+      for (const [error, value] of (await pipeline.exec()) ?? []) {
+        if (error) continue;
+        const [pid, gen, status, lease, run] = z.array(z.string().nullable()).parse(value);
+        if (!pid || !gen || !status) continue;
+        records.push([pid, Number(gen), status, run === 'live' ? Number(lease ?? '0') : 0]);
+      }
+      if (records.length > 0)
+        await this.core.scripts.index(this.core.keys.indexGen, this.core.keys.index, records);
+      count += records.length;
+    } while (cursor !== '0');
+    return count;
+  }
+}

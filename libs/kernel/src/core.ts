@@ -1,0 +1,216 @@
+import {
+  BUDGET_DIMENSIONS,
+  type BudgetRequest,
+  type Capability,
+  type Launch,
+  launchJobId,
+  PID_PATTERN,
+  rootOf,
+} from '@libos/protocol';
+import type { Redis } from 'ioredis';
+import { KernelError } from './errors.js';
+import { ImageRegistry } from './images.js';
+import { IndexWriter } from './index-writer.js';
+import { Keys } from './keys.js';
+import { field, type ProcessRow, toUnits } from './rows.js';
+import { type ScriptReply, Scripts, type TreeScript } from './scripts.js';
+import { WakeHub, Wakeup } from './wake-hub.js';
+
+export interface KernelLimits {
+  /** Unacknowledged messages a mailbox holds before sends are refused (`mailbox_full`). */
+  mailboxMax: number;
+  /** Acknowledged messages kept per mailbox (oldest trimmed beyond it). */
+  ackedRetention: number;
+  /** Largest JSON payload (object, message body+payload, spawn input) in bytes. */
+  maxPayloadBytes: number;
+  /** Long-poll window of a blocking wait or receive before it answers `ready: false`. */
+  pollMs: number;
+  /** How long a resolved image stays cached in this process. */
+  imageCacheMs: number;
+}
+
+export const DEFAULT_LIMITS: KernelLimits = {
+  mailboxMax: 10_000,
+  ackedRetention: 10_000,
+  maxPayloadBytes: 1_048_576,
+  pollMs: 25_000,
+  imageCacheMs: 1_000,
+};
+
+export interface KernelOptions {
+  /** An ioredis client without a `keyPrefix` of its own. The kernel never closes it. */
+  redis: Redis;
+  /** Prefix of every key and channel (default `libos:`). */
+  keyPrefix?: string;
+  limits?: Partial<KernelLimits>;
+  /**
+   * Called (and awaited) for every launch the kernel records: spawn, fork, a launched root, a
+   * resume that starts a new attempt. The coordinator enqueues the BullMQ job here.
+   */
+  onLaunch?: (launch: Launch) => void | Promise<void>;
+  /** Background failures (index batches). */
+  onError?: (error: unknown) => void;
+}
+
+/** Who makes a call. Every tool call names its caller and is checked against it. */
+export interface Caller {
+  readonly pid: string;
+}
+
+/** For blocking calls: stop early on `signal`, or answer `ready: false` after `pollMs`. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  pollMs?: number;
+}
+
+/** What the kernel's parts share: the client, keys, scripts, indexes, images, the wake hub. */
+export class KernelCore {
+  readonly keys: Keys;
+  readonly scripts: Scripts;
+  readonly index: IndexWriter;
+  readonly images: ImageRegistry;
+  readonly limits: KernelLimits;
+  private hubInstance: WakeHub | undefined;
+
+  constructor(
+    readonly redis: Redis,
+    private readonly options: KernelOptions,
+  ) {
+    this.keys = new Keys(options.keyPrefix ?? 'libos:');
+    this.scripts = new Scripts(redis);
+    this.limits = { ...DEFAULT_LIMITS, ...options.limits };
+    this.index = new IndexWriter(this.scripts, this.keys, options.onError ?? (() => {}));
+    this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
+  }
+
+  get hub(): WakeHub {
+    if (!this.hubInstance) this.hubInstance = new WakeHub(this.redis);
+    return this.hubInstance;
+  }
+
+  async close(): Promise<void> {
+    await this.index.drain();
+    await this.hubInstance?.close();
+    this.hubInstance = undefined;
+  }
+
+  /** One script call on the tree of `pidOrRoot`; its transitions go to the status index. */
+  async run(name: TreeScript, pidOrRoot: string, args: object): Promise<ScriptReply> {
+    const root = rootOf(pidOrRoot);
+    const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), args);
+    this.index.push(reply.index);
+    return reply;
+  }
+
+  /** Hand a recorded launch to the coordinator. */
+  async launch(row: ProcessRow): Promise<Launch> {
+    const pid = field(row, 'pid');
+    const attempt = Number(field(row, 'attempt'));
+    const launch: Launch = {
+      pid,
+      root_pid: rootOf(pid),
+      attempt,
+      job_id: launchJobId(pid, attempt),
+      pool: field(row, 'pool') || 'default',
+    };
+    if (this.options.onLaunch) {
+      try {
+        await this.options.onLaunch(launch);
+      } catch (error) {
+        throw new KernelError(
+          'unavailable',
+          `${pid} was recorded as runnable but its launch could not be enqueued: ${String(error)}`,
+          { pid, attempt },
+        );
+      }
+    }
+    return launch;
+  }
+
+  /**
+   * A blocking call. The first check-and-register answers a ready call in one round trip. If it
+   * is not ready, subscribe, then check again (the registration is idempotent): a publish after
+   * the subscription cannot be missed, and one before it is seen by that second check. Then
+   * re-check on every wake until ready, the long-poll window ends or the caller aborts. A
+   * reconnect of the subscriber also triggers a re-check.
+   */
+  async blocking<T>(
+    channel: string,
+    check: (recheck: boolean) => Promise<T>,
+    ready: (value: T) => boolean,
+    options: CallOptions = {},
+  ): Promise<T> {
+    const deadline = Date.now() + (options.pollMs ?? this.limits.pollMs);
+    let last = await check(false);
+    if (ready(last) || options.signal?.aborted) return last;
+    const wake = new Wakeup();
+    const release = await this.hub.listen(channel, wake.listener);
+    try {
+      wake.listener({ type: 'reconnect' });
+      for (;;) {
+        const why = await wake.next(deadline, options.signal);
+        if (why !== 'wake') return last;
+        try {
+          last = await check(true);
+        } catch (error) {
+          // Redis may be coming back: keep the wait unless the window is over.
+          if (!(error instanceof KernelError && error.code === 'unavailable')) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          wake.listener({ type: 'reconnect' });
+          continue;
+        }
+        if (ready(last)) return last;
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /** A JSON value as the string a script stores, size-checked. */
+  json(value: unknown, what: string): string {
+    const text = JSON.stringify(value ?? null);
+    if (Buffer.byteLength(text) > this.limits.maxPayloadBytes) {
+      throw new KernelError('payload_too_large', `${what} exceeds ${this.limits.maxPayloadBytes} bytes`, {
+        reason: 'payload',
+        limit: this.limits.maxPayloadBytes,
+      });
+    }
+    return text;
+  }
+}
+
+export function checkCaller(caller: Caller): string {
+  if (!caller || typeof caller.pid !== 'string' || !PID_PATTERN.test(caller.pid)) {
+    throw new KernelError('invalid_argument', 'the caller must name a pid');
+  }
+  return caller.pid;
+}
+
+/** Another tree's pid or id cannot name anything the caller may touch. */
+export function sameTree(callerPid: string, id: string): void {
+  if (rootOf(id) !== rootOf(callerPid)) throw new KernelError('not_found', `no such process or object ${id}`);
+}
+
+export function budgetUnits(budget: BudgetRequest | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (!budget) return out;
+  for (const dimension of BUDGET_DIMENSIONS) {
+    const value = budget[dimension];
+    if (value !== undefined) out[dimension] = toUnits(dimension, value);
+  }
+  return out;
+}
+
+export function storedCapability(cap: Capability): Record<string, unknown> {
+  const expires = cap.expires_at === undefined ? undefined : Date.parse(cap.expires_at);
+  if (expires !== undefined && Number.isNaN(expires)) {
+    throw new KernelError('invalid_argument', `expires_at of ${cap.resource} is not a timestamp`);
+  }
+  return {
+    resource: cap.resource,
+    rights: cap.rights,
+    constraints: cap.constraints ?? {},
+    delegable: cap.delegable ?? false,
+    ...(expires === undefined ? {} : { expires_at: expires }),
+  };
+}

@@ -1,0 +1,57 @@
+import { type ImageSpec, type ImageView, imageNameSchema, imageSpecSchema } from '@libos/protocol';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { KernelError, parseOrThrow } from './errors.js';
+import type { Keys } from './keys.js';
+
+const storedSchema = z.object({ spec: imageSpecSchema, updated_at: z.string() });
+
+function viewOf(name: string, stored: z.infer<typeof storedSchema>): ImageView {
+  return { name, spec: stored.spec, kind: stored.spec.kind ?? name, updated_at: stored.updated_at };
+}
+
+/**
+ * The image registry: one global hash, read by TypeScript (never by scripts) and cached for a
+ * short time; a spawn passes the resolved spec into its script, where it is snapshotted.
+ */
+export class ImageRegistry {
+  private readonly cache = new Map<string, { view: ImageView | undefined; at: number }>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    private readonly cacheMs: number,
+  ) {}
+
+  async put(name: string, input: unknown): Promise<ImageView> {
+    parseOrThrow(imageNameSchema, name, 'image name');
+    const spec = parseOrThrow(imageSpecSchema, input, 'image');
+    const stored = { spec, updated_at: new Date().toISOString() };
+    await this.redis.hset(this.keys.images, name, JSON.stringify(stored));
+    const view = viewOf(name, stored);
+    this.cache.set(name, { view, at: Date.now() });
+    return view;
+  }
+
+  async get(name: string): Promise<ImageView | undefined> {
+    const hit = this.cache.get(name);
+    if (hit && Date.now() - hit.at < this.cacheMs) return hit.view;
+    const raw = await this.redis.hget(this.keys.images, name);
+    const view = raw ? viewOf(name, storedSchema.parse(JSON.parse(raw))) : undefined;
+    this.cache.set(name, { view, at: Date.now() });
+    return view;
+  }
+
+  async require(name: string): Promise<ImageSpec> {
+    const view = await this.get(name);
+    if (!view) throw new KernelError('not_found', `no image ${name}`, { reason: 'unknown_image' });
+    return view.spec;
+  }
+
+  async list(): Promise<ImageView[]> {
+    const all = await this.redis.hgetall(this.keys.images);
+    return Object.entries(all)
+      .map(([name, raw]) => viewOf(name, storedSchema.parse(JSON.parse(raw))))
+      .sort((a, b) => a.name.localeCompare(b.name));
+  }
+}

@@ -1,0 +1,51 @@
+import type { Keys } from './keys.js';
+import type { IndexRecord, Scripts } from './scripts.js';
+
+/**
+ * Keeps the global status and lease indexes (admin listing, metrics, the reaper) in step with
+ * the rows. Records from many operations are batched into one script call per event-loop turn,
+ * so an operation still costs one round trip; records carry state_generation, so a late batch
+ * cannot regress the index. The index is derived: `Kernel.admin.repairIndex` rebuilds it.
+ */
+export class IndexWriter {
+  private queue: IndexRecord[] = [];
+  private scheduled = false;
+  private inflight = new Set<Promise<void>>();
+  failures = 0;
+
+  constructor(
+    private readonly scripts: Scripts,
+    private readonly keys: Keys,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  push(records: readonly IndexRecord[]): void {
+    if (records.length === 0) return;
+    for (const record of records) this.queue.push(record);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    const batch = this.queue;
+    if (batch.length === 0) return;
+    this.queue = [];
+    const done = this.scripts
+      .index(this.keys.indexGen, this.keys.index, batch)
+      .catch((error: unknown) => {
+        this.failures += 1;
+        this.onError(error);
+      })
+      .finally(() => this.inflight.delete(done));
+    this.inflight.add(done);
+  }
+
+  /** Resolves when every record pushed so far has been written (or has failed). */
+  async drain(): Promise<void> {
+    if (this.queue.length > 0) this.flush();
+    while (this.inflight.size > 0) await Promise.all([...this.inflight]);
+  }
+}

@@ -1,0 +1,51 @@
+import { rootOf } from '@libos/protocol';
+
+/**
+ * The key layout. Every key of one process tree carries the hash tag `{<root>}`, so each script
+ * touches one slot and trees spread over shards. Global, derived indexes share the tag `{idx}`.
+ */
+export class Keys {
+  constructor(readonly prefix: string) {}
+
+  /** `<prefix>{<root>}:`, the base every tree key and channel starts with. */
+  tree(root: string): string {
+    return `${this.prefix}{${root}}:`;
+  }
+  treeOf(pidOrId: string): string {
+    return this.tree(rootOf(pidOrId));
+  }
+  /** The tree's counter hash: the declared key of every tree script. */
+  seq(root: string): string {
+    return `${this.tree(root)}seq`;
+  }
+  row(pid: string): string {
+    return `${this.treeOf(pid)}p:${pid}`;
+  }
+  exitChannel(pid: string): string {
+    return `${this.treeOf(pid)}x:${pid}`;
+  }
+  mailChannel(pid: string): string {
+    return `${this.treeOf(pid)}m:${pid}`;
+  }
+  controlChannel(pid: string): string {
+    return `${this.treeOf(pid)}ctl:${pid}`;
+  }
+  get index(): string {
+    return `${this.prefix}{idx}:`;
+  }
+  get indexGen(): string {
+    return `${this.index}gen`;
+  }
+  indexStatus(status: string): string {
+    return `${this.index}s:${status}`;
+  }
+  get indexAll(): string {
+    return `${this.index}all`;
+  }
+  get leases(): string {
+    return `${this.index}leases`;
+  }
+  get images(): string {
+    return `${this.prefix}images`;
+  }
+}

@@ -1,0 +1,15 @@
+-- needs: (lib only)
+-- A worker claims one attempt: runnable with that attempt -> running, fenced. A: pid, attempt,
+-- worker, th (token hash), lease_ms, fence.
+local pid = A.pid
+local r = load(pid)
+if not r then fail('not_found', nil, 'no such process ' .. pid) end
+if tonumber(r.attempt) ~= A.attempt then
+  fail('failed_precondition', 'superseded', pid .. ' is at attempt ' .. r.attempt .. ', not ' .. A.attempt)
+end
+if r.status ~= 'runnable' or r.run ~= 'queued' then
+  fail('failed_precondition', 'not_runnable', pid .. ' is ' .. r.status .. ', not runnable')
+end
+bump(pid, r, { status = 'running', run = 'live', fence = A.fence, worker = A.worker, th = A.th,
+  lease = now() + A.lease_ms, uc = 0 })
+return reply({}, flat_row(pid))

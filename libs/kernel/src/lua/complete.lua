@@ -1,0 +1,35 @@
+-- needs: budget objects terminal
+-- A worker completes its attempt. A: pid, attempt, fence, status (exited|failed), outcome,
+-- report? (JSON), usage (dim -> amount). A pending cancel/terminate makes it killed; a
+-- superseded attempt is refused. After a process_exit in the same attempt only usage is charged.
+local pid = A.pid
+local r = load(pid)
+if not r then fail('not_found', nil, 'no such process ' .. pid) end
+if tonumber(r.attempt) ~= A.attempt or r.fence ~= A.fence then
+  fail('failed_precondition', 'superseded', 'attempt ' .. A.attempt .. ' of ' .. pid .. ' was superseded')
+end
+if TERMINAL[r.status] then
+  if r.uc == '1' then fail('failed_precondition', 'terminal', pid .. ' was already completed') end
+  hset(pid, r, { uc = 1 })
+  charge(pid, r, A.usage)
+  return reply({ status = r.status, result_oid = r.result, charged_only = true }, flat_row(pid))
+end
+if r.run ~= 'live' then
+  fail('failed_precondition', 'superseded', 'attempt ' .. A.attempt .. ' of ' .. pid .. ' no longer holds the lease')
+end
+hset(pid, r, { uc = 1 })
+charge(pid, r, A.usage)
+local outcome, status, result = A.outcome, A.status, ''
+local psig = jdecode(r.psig, nil)
+if psig then
+  status = 'killed'
+  outcome.type = 'killed'
+  outcome.reason = psig.reason or psig.signal
+elseif status == 'exited' then
+  local oid, key = new_oid()
+  put_object(oid, key, 'PROCESS_RESULT', pid, A.report or 'null', jdecode(r.taint, {}))
+  redis.call('HSET', hkey(pid), oid, 'rw')
+  result = oid
+end
+terminalize(pid, r, status, outcome, result)
+return reply({ status = status, result_oid = result }, flat_row(pid))

@@ -1,0 +1,191 @@
+-- Shared helpers, concatenated before every tree script at load time.
+-- KEYS[1] is the tree's counter hash (it carries the tree hash tag, so the script runs on the
+-- tree's slot); ARGV[1] is the tree's key base `<prefix>{<root>}:`; ARGV[2] the JSON arguments.
+-- Every script checks everything before its first write: a Lua error does not roll back.
+local B = ARGV[1]
+local ROOT = string.match(B, '{([^}]*)}:$')
+local A = cjson.decode(ARGV[2])
+local NULL = cjson.null
+local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children' }
+local TERMINAL = { exited = true, failed = true, killed = true }
+local IDX = {}
+local NOW = nil
+
+local function now()
+  if not NOW then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
+end
+
+local function fail(code, reason, message, details)
+  error({ err = 'LIBOS ' .. cjson.encode({ code = code, reason = reason, message = message, details = details }) })
+end
+
+local function given(v)
+  return v ~= nil and v ~= NULL
+end
+
+-- cjson encodes an empty table as {}; lists are stored as [] so TypeScript reads arrays.
+local function jlist(t)
+  if #t == 0 then return '[]' end
+  return cjson.encode(t)
+end
+
+local function jdecode(s, default)
+  if s == nil or s == '' then return default end
+  return cjson.decode(s)
+end
+
+local function pkey(pid) return B .. 'p:' .. pid end
+local function kkey(pid) return B .. 'k:' .. pid end
+local function hkey(pid) return B .. 'h:' .. pid end
+local function ownkey(pid) return B .. 'own:' .. pid end
+local function okey(oid)
+  local n = string.match(oid, '/o(%d+)$')
+  if not n then fail('invalid_argument', nil, 'not an object id: ' .. tostring(oid)) end
+  return B .. 'o:' .. n
+end
+local function root_of(pid)
+  return (string.match(pid, '^([^.]+)'))
+end
+
+-- Row fields a row omits while they hold their default: new rows write only what differs, which
+-- keeps spawns cheap. Every omitted default reads as '' / '0' / '[]' / '{}' (TypeScript alike).
+local DEFAULTS = {
+  parent = '', input = '', image = '', ispec = '', idef = '{}', iskills = '[]', paths = '[]', ws = '',
+  pfrom = '', preason = '', gate = '', outcome = '', result = '', fence = '', worker = '', lease = '0',
+  psig = '', th = '', skills = '[]', taint = '[]', caps = '[]', roots = '[]', eph = '[]', merged = '0',
+  released = '0', uc = '0', n = '0',
+}
+for _, d in ipairs(DIMS) do
+  DEFAULTS['br:' .. d] = '0'
+  DEFAULTS['bu:' .. d] = '0'
+end
+
+-- A row as a table: every field (HGETALL), or only `fields` (HMGET; hot paths). nil if absent.
+local function load(pid, fields)
+  if fields then
+    local values = redis.call('HMGET', pkey(pid), unpack(fields))
+    if not values[1] then return nil end
+    local r = {}
+    for i, f in ipairs(fields) do r[f] = values[i] or DEFAULTS[f] end
+    return r
+  end
+  local flat = redis.call('HGETALL', pkey(pid))
+  if #flat == 0 then return nil end
+  local r = {}
+  for i = 1, #flat, 2 do r[flat[i]] = flat[i + 1] end
+  for k, v in pairs(DEFAULTS) do
+    if r[k] == nil then r[k] = v end
+  end
+  return r
+end
+
+-- What callers and addressees need on hot paths (status first: it tells absence).
+local CORE = { 'status', 'parent', 'gen', 'lease', 'ws', 'clr', 'taint' }
+
+local function flat_row(pid)
+  return redis.call('HGETALL', pkey(pid))
+end
+
+local function hset(pid, r, fields)
+  local args = {}
+  for k, v in pairs(fields) do
+    local s = tostring(v)
+    if type(v) == 'number' then s = string.format('%d', v) end
+    r[k] = s
+    args[#args + 1] = k
+    args[#args + 1] = s
+  end
+  if #args > 0 then redis.call('HSET', pkey(pid), unpack(args)) end
+end
+
+-- A transition: write the fields, bump state_generation, record it for the status index.
+local function bump(pid, r, fields)
+  fields.gen = tonumber(r.gen) + 1
+  fields.ut = now()
+  hset(pid, r, fields)
+  IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0') }
+end
+
+local function reply(head, ...)
+  head.idx = IDX
+  return { cjson.encode(head), ... }
+end
+
+-- ---------------------------------------------------------------- callers and addressing
+
+-- The caller must be live and acting. `recheck`: a blocking call already in flight re-checks
+-- its wait; a caller paused meanwhile still gets the answer of its saved wait.
+local function caller_row(pid, fields, recheck)
+  local r = load(pid, fields)
+  if not r then fail('not_found', nil, 'no such process ' .. pid) end
+  if TERMINAL[r.status] then
+    fail('failed_precondition', 'terminal_caller', 'the calling process ' .. pid .. ' is ' .. r.status)
+  end
+  if r.status == 'paused' and not recheck then
+    fail('failed_precondition', 'paused_caller', 'the calling process ' .. pid .. ' is paused')
+  end
+  if r.status == 'runnable' then
+    fail('failed_precondition', 'not_runnable', 'the calling process ' .. pid .. ' has not been claimed')
+  end
+  return r
+end
+
+-- A caller that acts is no longer blocked: a pending wait it left behind is dropped.
+local function touch(pid, r)
+  if r.status == 'waiting_event' then bump(pid, r, { status = 'running', ws = '' }) end
+end
+
+local function child_of(parent, child, fields)
+  local c = load(child, fields)
+  if not c then fail('not_found', nil, 'no such process ' .. child) end
+  if c.parent ~= parent then
+    fail('permission_denied', 'not_direct_child', child .. ' is not a direct child of ' .. parent)
+  end
+  return c
+end
+
+-- ---------------------------------------------------------------- labels and clearance
+
+local function label_set(list)
+  local s = {}
+  for _, l in ipairs(list) do s[l] = true end
+  return s
+end
+
+-- Labels outside the clearance (empty when the clearance covers them all).
+local function outside(clearance, labels)
+  local s = label_set(clearance)
+  if s['*'] then return {} end
+  local missing = {}
+  for _, l in ipairs(labels) do
+    if not s[l] then missing[#missing + 1] = l end
+  end
+  return missing
+end
+
+local function union(a, b)
+  local s, out = {}, {}
+  for _, l in ipairs(a) do if not s[l] then s[l] = true; out[#out + 1] = l end end
+  for _, l in ipairs(b) do if not s[l] then s[l] = true; out[#out + 1] = l end end
+  table.sort(out)
+  return out
+end
+
+local function require_flow(clearance, labels, what)
+  local missing = outside(clearance, labels)
+  if #missing > 0 then
+    fail('permission_denied', 'data_flow', what .. ' carries labels outside the clearance: ' .. table.concat(missing, ', '),
+      { labels = missing })
+  end
+end
+
+-- Reading labelled data taints the reader; what it creates later carries the taint.
+local function taint(pid, r, labels)
+  local cur = jdecode(r.taint, {})
+  local new = union(cur, labels)
+  if #new ~= #cur then hset(pid, r, { taint = jlist(new) }) end
+end

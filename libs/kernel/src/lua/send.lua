@@ -1,0 +1,55 @@
+-- needs: mail
+-- send_process_message: only to self, the parent or a direct child, never a terminal process.
+-- A: caller, to, kind, channel?, correlation_id?, reply_to?, content (JSON {body, payload}),
+-- labels?, max (the mailbox bound on unacknowledged messages).
+local S = A.caller
+local sr = caller_row(S, CORE)
+local R
+if A.to == 'self' or A.to == S then
+  R = S
+elseif A.to == 'parent' or (A.to == sr.parent and sr.parent ~= '') then
+  if sr.parent == '' then fail('failed_precondition', 'no_parent', S .. ' is a root and has no parent') end
+  R = sr.parent
+else
+  R = A.to
+end
+local rr = sr
+if R ~= S then
+  rr = load(R, CORE)
+  if not rr then fail('not_found', nil, 'no such process ' .. R) end
+  if R ~= sr.parent and rr.parent ~= S then
+    fail('permission_denied', 'not_direct_child', R .. ' is not the parent or a direct child of ' .. S)
+  end
+end
+if TERMINAL[rr.status] then fail('failed_precondition', 'terminal', R .. ' is ' .. rr.status) end
+local labels = jdecode(sr.taint, {})
+if given(A.labels) then
+  require_flow(jdecode(sr.clr, {}), A.labels, 'the message')
+  labels = union(labels, A.labels)
+end
+require_flow(jdecode(rr.clr, {}), labels, 'the message')
+local unacked = redis.call('ZCARD', mkey('mu', R))
+if unacked >= A.max then
+  fail('resource_exhausted', 'mailbox_full', 'the mailbox of ' .. R .. ' holds ' .. unacked .. ' unacknowledged messages',
+    { limit = A.max })
+end
+
+-- ------------------------------------------------------------ writes
+touch(S, sr)
+local n = redis.call('HINCRBY', KEYS[1], 'm', 1)
+local id = mid(n)
+local h = { s = S, r = R, k = A.kind, c = A.channel, q = A.correlation_id, t = A.reply_to, l = labels,
+  ts = now(), a = 0, n = n }
+redis.call('HSET', mkey('mm', R), n, cjson.encode(h), n .. ':c', A.content)
+redis.call('ZADD', mkey('mu', R), n, n)
+if A.kind == 'interrupt' then
+  redis.call('ZADD', mkey('mi', R), n, n)
+else
+  redis.call('ZADD', mkey('mn', R), n, n)
+end
+redis.call('SPUBLISH', mkey('m', R), id)
+local ws = jdecode(rr.ws, nil)
+if ws and ws.type == 'message' and matches(h, id, ws.filter) then
+  if rr.status == 'waiting_event' then bump(R, rr, { status = 'running', ws = '' }) else bump(R, rr, { ws = '' }) end
+end
+return reply({ message_id = id, created_at = now() })

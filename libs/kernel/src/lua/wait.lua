@@ -1,0 +1,32 @@
+-- needs: objects
+-- wait_child_process: observe a direct child, or register the caller's wait in one step.
+-- A: caller, child, block, recheck. A terminal child grants the caller a read handle to its result,
+-- subject to data flow.
+local P = A.caller
+local pr = caller_row(P, CORE, A.recheck)
+local c = child_of(P, A.child, { 'status', 'parent', 'result' })
+local head = { child_pid = A.child, ready = false }
+if TERMINAL[c.status] then
+  head.ready = true
+  if c.result ~= '' then
+    local o = load_object(c.result)
+    if o then
+      if #outside(jdecode(pr.clr, {}), jdecode(o.labels, {})) > 0 then
+        head.withheld = 'data_flow'
+      else
+        head.result_oid = c.result
+        if not redis.call('HGET', hkey(P), c.result) then redis.call('HSET', hkey(P), c.result, 'r') end
+      end
+    end
+  end
+  touch(P, pr)
+elseif A.block and pr.status ~= 'paused' then
+  local ws = jdecode(pr.ws, nil)
+  if not (pr.status == 'waiting_event' and ws and ws.type == 'child' and ws.child_pid == A.child) then
+    bump(P, pr, { status = 'waiting_event',
+      ws = cjson.encode({ type = 'child', child_pid = A.child, since = now() }) })
+  end
+else
+  touch(P, pr)
+end
+return reply(head, flat_row(A.child))

@@ -1,0 +1,115 @@
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { fromRedisError, KernelError } from './errors.js';
+import { luaList } from './lua-json.js';
+
+/** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
+export const TREE_SCRIPTS = [
+  'create_root',
+  'spawn',
+  'list',
+  'get',
+  'wait',
+  'signal',
+  'merge',
+  'send',
+  'read',
+  'notices',
+  'exit',
+  'obj_create',
+  'obj_read',
+  'obj_write',
+  'claim',
+  'renew',
+  'complete',
+  'recover',
+] as const;
+export type TreeScript = (typeof TREE_SCRIPTS)[number];
+
+type Invoke = (...args: (string | number)[]) => Promise<unknown>;
+
+function luaSource(name: string): string {
+  return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
+}
+
+const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number()]);
+export type IndexRecord = z.infer<typeof indexRecordSchema>;
+
+const headSchema = z.looseObject({ idx: luaList(indexRecordSchema).optional() });
+
+export interface ScriptReply {
+  /** The script's JSON head (its own fields; parse them with a schema). */
+  head: Record<string, unknown>;
+  /** What followed the head: rows (flat arrays) or strings. */
+  rest: unknown[];
+  /** Transitions the status index must learn. */
+  index: IndexRecord[];
+}
+
+/** Shared helper modules, in dependency order; a script names those it needs on its first line. */
+const LIB_MODULES = ['caps', 'budget', 'objects', 'terminal', 'mail', 'rows'] as const;
+const REQUIRES: Record<string, readonly string[]> = { terminal: ['budget', 'objects'] };
+
+/** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */
+export function assemble(name: string, read: (file: string) => string = luaSource): string {
+  const body = read(name);
+  const needs = new Set(/^-- needs: (.*)$/m.exec(body)?.[1]?.split(/\s+/) ?? []);
+  for (const module of [...needs]) for (const dep of REQUIRES[module] ?? []) needs.add(dep);
+  const parts = [read('lib')];
+  for (const module of LIB_MODULES) if (needs.has(module)) parts.push(read(`lib_${module}`));
+  parts.push(body);
+  return parts.join('\n');
+}
+
+let cachedSources: Map<string, string> | undefined;
+function sources(): Map<string, string> {
+  if (!cachedSources) {
+    cachedSources = new Map(TREE_SCRIPTS.map((name) => [name, assemble(name)]));
+    cachedSources.set('index', luaSource('index'));
+  }
+  return cachedSources;
+}
+
+/** Loads the Lua scripts into an ioredis client with `defineCommand` and calls them. */
+export class Scripts {
+  private readonly fns = new Map<string, Invoke>();
+
+  constructor(redis: Redis) {
+    const table = redis as unknown as Record<string, Invoke | undefined>;
+    for (const [name, lua] of sources()) {
+      const command = `libos_${name}`;
+      if (typeof table[command] !== 'function') redis.defineCommand(command, { numberOfKeys: 1, lua });
+      const fn = table[command];
+      if (typeof fn !== 'function') throw new Error(`script ${name} was not defined`);
+      this.fns.set(name, fn.bind(redis));
+    }
+  }
+
+  /** Run a tree script: KEYS[1] = the tree's counter hash, ARGV = [tree base, JSON args]. */
+  async tree(name: TreeScript, seqKey: string, base: string, args: object): Promise<ScriptReply> {
+    const fn = this.fns.get(name);
+    if (!fn) throw new KernelError('internal', `no script ${name}`);
+    let raw: unknown;
+    try {
+      raw = await fn(seqKey, base, JSON.stringify(args));
+    } catch (error) {
+      throw fromRedisError(error);
+    }
+    if (!Array.isArray(raw) || typeof raw[0] !== 'string')
+      throw new KernelError('internal', `script ${name}: bad reply`);
+    const head = headSchema.parse(JSON.parse(raw[0]));
+    const { idx, ...rest } = head;
+    return { head: rest, rest: raw.slice(1), index: idx ?? [] };
+  }
+
+  async index(genKey: string, base: string, records: IndexRecord[]): Promise<void> {
+    const fn = this.fns.get('index');
+    if (!fn) throw new KernelError('internal', 'no index script');
+    try {
+      await fn(genKey, base, JSON.stringify(records));
+    } catch (error) {
+      throw fromRedisError(error);
+    }
+  }
+}

@@ -1,0 +1,195 @@
+import {
+  type ClaimedLaunch,
+  type CompleteResult,
+  type Completion,
+  type ControlNotice,
+  claimArgsSchema,
+  completionSchema,
+  controlNoticeSchema,
+  imageSpecSchema,
+  type Outcome,
+  outcomeTypeOfTerminal,
+  pendingSignalSchema,
+  pidSchema,
+  processStatusSchema,
+  type RenewResult,
+  rootOf,
+} from '@libos/protocol';
+import { z } from 'zod';
+import type { KernelCore } from './core.js';
+import { parseOrThrow } from './errors.js';
+import {
+  budgetOf,
+  field,
+  grantsOf,
+  imageSpecOf,
+  iso,
+  parseInput,
+  pathsOf,
+  rowFromFlat,
+  statusOf,
+  toUnits,
+} from './rows.js';
+import { newFence } from './tokens.js';
+
+const renewHeadSchema = z.object({ status: processStatusSchema, psig: z.string(), lease: z.number() });
+const completeHeadSchema = z.object({ status: processStatusSchema, result_oid: z.string() });
+const recoverHeadSchema = z.object({ recovered: z.boolean(), gone: z.boolean().optional() });
+
+export interface ClaimOptions {
+  workerId: string;
+  /** sha256 hex of the token secret the worker minted (see `mintToken`). */
+  tokenHash: string;
+  leaseMs: number;
+}
+
+export interface Recovery {
+  pid: string;
+  status: 'paused' | 'killed';
+}
+
+/** The transitions a worker drives, and the reaper's recovery of expired leases. */
+export class WorkerOps {
+  constructor(private readonly core: KernelCore) {}
+
+  /** runnable (this attempt) -> running with a new fence; anything else is refused. */
+  async claim(pid: string, attempt: number, options: ClaimOptions): Promise<ClaimedLaunch> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const args = parseOrThrow(
+      claimArgsSchema,
+      { worker_id: options.workerId, token_hash: options.tokenHash, lease_ms: options.leaseMs },
+      'claim',
+    );
+    const fence = newFence();
+    const reply = await this.core.run('claim', pid, {
+      pid,
+      attempt,
+      worker: args.worker_id,
+      th: args.token_hash,
+      lease_ms: args.lease_ms,
+      fence,
+    });
+    const row = rowFromFlat(reply.rest[0]);
+    const parent = field(row, 'parent');
+    return {
+      pid,
+      parent_pid: parent || null,
+      root_pid: rootOf(pid),
+      attempt,
+      attempt_id: `${pid}:${attempt}`,
+      fence,
+      goal: field(row, 'goal'),
+      input: parseInput(row),
+      image: field(row, 'image'),
+      image_spec: imageSpecSchema.parse(imageSpecOf(row)),
+      cwd: field(row, 'cwd'),
+      inherited_paths: pathsOf(row),
+      capabilities: grantsOf(row),
+      resource_budget: budgetOf(row),
+      lease_expires_at: iso(Number(field(row, 'lease'))),
+    };
+  }
+
+  /** Extend the lease; answers what the worker must reconcile (paused, a pending kill). */
+  async renew(pid: string, attempt: number, fence: string, leaseMs: number): Promise<RenewResult> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const reply = await this.core.run('renew', pid, { pid, attempt, fence, lease_ms: leaseMs });
+    const head = renewHeadSchema.parse(reply.head);
+    return {
+      status: head.status,
+      paused: head.status === 'paused',
+      pending_signal: head.psig ? pendingSignalSchema.parse(JSON.parse(head.psig)) : null,
+      lease_expires_at: iso(head.lease),
+    };
+  }
+
+  /**
+   * The attempt's ending: `captured` -> exited with the report as a PROCESS_RESULT object, any
+   * other terminal -> failed with its typed outcome, a pending cancel/terminate -> killed.
+   * Usage is charged up the chain. A superseded attempt is refused (`failed_precondition`).
+   */
+  async complete(pid: string, attempt: number, fence: string, input: Completion): Promise<CompleteResult> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    const completion = parseOrThrow(completionSchema, input, 'completion');
+    let type = outcomeTypeOfTerminal(completion.terminal.type);
+    let reason = completion.terminal.reason;
+    let report: string | undefined;
+    if (type === 'completed') {
+      report = JSON.stringify(completion.report ?? null);
+      if (Buffer.byteLength(report) > this.core.limits.maxPayloadBytes) {
+        // Never lose a completion: an oversized report fails the attempt instead.
+        type = 'failed';
+        reason = `the report exceeds ${this.core.limits.maxPayloadBytes} bytes`;
+        report = undefined;
+      }
+    }
+    const usage = completion.usage;
+    const outcome: Outcome = {
+      type,
+      ...(reason === undefined ? {} : { reason }),
+      attempt_id: `${pid}:${attempt}`,
+      ...(completion.exit_code === undefined ? {} : { exit_code: completion.exit_code }),
+      usage,
+      steps: usage.steps,
+      ...(completion.unaccounted === undefined ? {} : { unaccounted: completion.unaccounted }),
+    };
+    const reply = await this.core.run('complete', pid, {
+      pid,
+      attempt,
+      fence,
+      status: type === 'completed' ? 'exited' : 'failed',
+      outcome,
+      ...(report === undefined ? {} : { report }),
+      usage: {
+        tokens: usage.prompt_tokens + usage.completion_tokens,
+        ...(usage.cost_usd === undefined ? {} : { cost_usd: toUnits('cost_usd', usage.cost_usd) }),
+        steps: usage.steps,
+        wall_ms: usage.wall_ms,
+      },
+    });
+    const head = completeHeadSchema.parse(reply.head);
+    const row = rowFromFlat(reply.rest[0]);
+    return {
+      status: head.status,
+      result_oid: head.result_oid || null,
+      state_generation: Number(field(row, 'gen')),
+    };
+  }
+
+  /**
+   * Recover attempts whose lease expired (by Redis's clock): paused with reason stale_execution
+   * behind a host-only gate, or killed when a cancel/terminate was pending. Never re-run.
+   */
+  async reapExpired(limit = 100): Promise<Recovery[]> {
+    await this.core.index.drain();
+    const [seconds, micros] = await this.core.redis.time();
+    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const pids = await this.core.redis.zrangebyscore(this.core.keys.leases, '-inf', now, 'LIMIT', 0, limit);
+    const recovered: Recovery[] = [];
+    for (const pid of pids) {
+      const reply = await this.core.run('recover', pid, { pid });
+      const head = recoverHeadSchema.parse(reply.head);
+      if (head.gone) await this.core.redis.zrem(this.core.keys.leases, pid);
+      if (head.recovered) {
+        const status = statusOf(rowFromFlat(reply.rest[0]));
+        recovered.push({ pid, status: status === 'killed' ? 'killed' : 'paused' });
+      }
+    }
+    return recovered;
+  }
+
+  /** The channel on which signal notices for `pid` are published (sharded, on the tree's slot). */
+  controlChannel(pid: string): string {
+    return this.core.keys.controlChannel(pid);
+  }
+
+  /** Listen for signal notices of one process; resolves once subscribed. Returns the release. */
+  async watchControl(pid: string, listener: (notice: ControlNotice) => void): Promise<() => void> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    return this.core.hub.listen(this.core.keys.controlChannel(pid), (event) => {
+      if (event.type !== 'message') return;
+      const parsed = controlNoticeSchema.safeParse(JSON.parse(event.message));
+      if (parsed.success) listener(parsed.data);
+    });
+  }
+}

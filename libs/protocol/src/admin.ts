@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { budgetRequestSchema } from './budget.js';
+import { capabilityRequirementSchema, capabilitySchema } from './capability.js';
+import { clearanceSchema, imageNameSchema, jsonValueSchema, pidSchema, timestampSchema } from './common.js';
+import { processStatusSchema, processViewSchema, signalSchema } from './process.js';
+
+export const RESULT_FILE_ARG = '{result_file}';
+
+/** How a worker launches a child. `args` must name `{result_file}`. */
+export const imageSpecSchema = z
+  .strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    cwd: z.string().optional(),
+    env: z.record(z.string(), z.string()).optional(),
+    kind: z.string().min(1).max(128).optional(),
+    pool: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .default('default'),
+    deadline_ms: z.number().int().positive().optional(),
+    cancel_grace_ms: z.number().int().min(0).optional(),
+    required_capabilities: z.array(capabilityRequirementSchema).default([]),
+    default_budget: budgetRequestSchema.optional(),
+    /** Skills a process of this image starts with (its default skill snapshot). */
+    skills: z.array(z.string().min(1).max(128)).max(256).default([]),
+  })
+  .refine((image) => image.args.some((arg) => arg.includes(RESULT_FILE_ARG)), {
+    message: `args must name ${RESULT_FILE_ARG}`,
+    path: ['args'],
+  });
+export type ImageSpec = z.infer<typeof imageSpecSchema>;
+export type ImageSpecInput = z.input<typeof imageSpecSchema>;
+
+export const imageViewSchema = z.object({
+  name: imageNameSchema,
+  spec: imageSpecSchema,
+  kind: z.string(),
+  updated_at: timestampSchema,
+});
+export type ImageView = z.infer<typeof imageViewSchema>;
+export const listImagesResultSchema = z.object({ images: z.array(imageViewSchema) });
+
+/** A root process. Without `launch` its caller drives it through the tools API with the token. */
+export const createRootArgsSchema = z.strictObject({
+  goal: z.string().min(1).max(65_536),
+  image: imageNameSchema.optional(),
+  /** Omitted: the default root grants (`process:spawn` use and `image:*` read, both delegable). */
+  capabilities: z.array(capabilitySchema).max(256).optional(),
+  resource_budget: budgetRequestSchema.optional(),
+  /** Omitted: `["*"]`. */
+  clearance: clearanceSchema.optional(),
+  launch: z.boolean().default(false),
+  cwd: z.string().min(1).max(4096).optional(),
+  input: jsonValueSchema.optional(),
+});
+export type CreateRootArgs = z.infer<typeof createRootArgsSchema>;
+export type CreateRootInput = z.input<typeof createRootArgsSchema>;
+
+export const createRootResultSchema = z.object({
+  pid: pidSchema,
+  /** The root's process token; null for a launched root (its worker mints one at claim). */
+  token: z.string().nullable(),
+  status: processStatusSchema,
+});
+export type CreateRootResult = z.infer<typeof createRootResultSchema>;
+
+export const adminSignalArgsSchema = z.strictObject({
+  signal: signalSchema,
+  reason: z.string().max(1000).optional(),
+});
+
+export const listProcessesQuerySchema = z.strictObject({
+  status: processStatusSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  cursor: z.string().max(200).optional(),
+});
+export type ListProcessesQuery = z.infer<typeof listProcessesQuerySchema>;
+export const listProcessesResultSchema = z.object({
+  processes: z.array(processViewSchema),
+  next_cursor: z.string().nullable(),
+});
+export type ListProcessesResult = z.infer<typeof listProcessesResultSchema>;

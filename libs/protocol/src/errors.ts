@@ -1,0 +1,75 @@
+import { z } from 'zod';
+
+/** The error codes of the public surface and the HTTP status each maps to. */
+export const HTTP_STATUS_BY_CODE = {
+  invalid_argument: 400,
+  unauthenticated: 401,
+  permission_denied: 403,
+  not_found: 404,
+  failed_precondition: 409,
+  payload_too_large: 413,
+  resource_exhausted: 429,
+  unavailable: 503,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof HTTP_STATUS_BY_CODE;
+export const ERROR_CODES = Object.keys(HTTP_STATUS_BY_CODE) as [ErrorCode, ...ErrorCode[]];
+export const errorCodeSchema = z.enum(ERROR_CODES);
+
+/** `details.reason`: why a request was refused, finer than the code. */
+export const REASONS = [
+  // addressing and authority
+  'not_direct_child',
+  'not_delegable',
+  'not_held',
+  'missing_capability',
+  'no_handle',
+  'rights',
+  'restricted',
+  'no_parent',
+  'invalid_token',
+  'terminal_caller',
+  'paused_caller',
+  // data flow and limits
+  'data_flow',
+  'budget',
+  'mailbox_full',
+  'payload',
+  // state
+  'already_merged',
+  'terminal',
+  'not_terminal',
+  'not_paused',
+  'already_paused',
+  'host_gate',
+  'kill_pending',
+  'superseded',
+  'not_runnable',
+  'released',
+  'version_conflict',
+  // input
+  'no_image',
+  'unknown_image',
+  'path',
+  'blocking_receive',
+] as const;
+export const reasonSchema = z.enum(REASONS);
+export type Reason = z.infer<typeof reasonSchema>;
+
+export const errorDetailsSchema = z.looseObject({ reason: reasonSchema.optional() });
+export type ErrorDetails = z.infer<typeof errorDetailsSchema>;
+
+/** The body of every 4xx/5xx answer: `{error: {code, message, details?}}`. */
+export const errorEnvelopeSchema = z.object({
+  error: z.object({
+    code: errorCodeSchema,
+    message: z.string(),
+    details: errorDetailsSchema.optional(),
+  }),
+});
+export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
+
+export function errorEnvelope(code: ErrorCode, message: string, details?: ErrorDetails): ErrorEnvelope {
+  return { error: details ? { code, message, details } : { code, message } };
+}
