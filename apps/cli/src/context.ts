@@ -25,7 +25,9 @@ export async function adminClient(options: GlobalOptions): Promise<AdminClient> 
     try {
       adminToken = (await readFile(`${stateDir(options.dir)}/admin-token`, 'utf8')).trim();
     } catch {
-      throw new Error('no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first');
+      throw new Error(
+        'no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first',
+      );
     }
   }
   return new AdminClient({ url, adminToken });

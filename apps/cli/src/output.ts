@@ -1,3 +1,4 @@
+import { stripVTControlCharacters } from 'node:util';
 import type { ProcessStatus } from '@libos/protocol';
 
 const useColour = process.stdout.isTTY && !process.env.NO_COLOR;
@@ -22,14 +23,16 @@ export function paintStatus(status: ProcessStatus): string {
   return paint(STATUS_COLOURS[status], status);
 }
 
-const ANSI = /\u001b\[[0-9;]*m/g;
-const visible = (text: string) => text.replace(ANSI, '').length;
+const visible = (text: string) => stripVTControlCharacters(text).length;
 
 /** A plain left-aligned table; cells may carry colour codes. */
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
   const line = (cells: string[]) =>
-    cells.map((cell, i) => cell + ' '.repeat(Math.max(0, widths[i]! - visible(cell)))).join('  ').trimEnd();
+    cells
+      .map((cell, i) => cell + ' '.repeat(Math.max(0, widths[i]! - visible(cell))))
+      .join('  ')
+      .trimEnd();
   return [line(headers.map((h) => paint('bold', h))), ...rows.map(line)].join('\n');
 }
 

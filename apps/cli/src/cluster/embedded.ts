@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ensureAdminToken, writeClusterFile } from './state-dir.js';
 import { startPrivateRedis } from './redis-server.js';
+import { ensureAdminToken, writeClusterFile } from './state-dir.js';
 
 export interface EmbeddedOptions {
   /** State directory (`.libos`): the private Redis's data, the admin token, cluster.json. */
@@ -40,7 +40,8 @@ function spawnPart(args: string[], env: NodeJS.ProcessEnv, stdio: 'inherit' | 'i
 async function waitHealthy(url: string, part: ChildProcess, withinMs: number): Promise<void> {
   const until = Date.now() + withinMs;
   while (Date.now() < until) {
-    if (part.exitCode !== null) throw new Error(`the coordinator exited with ${part.exitCode} while starting`);
+    if (part.exitCode !== null)
+      throw new Error(`the coordinator exited with ${part.exitCode} while starting`);
     try {
       const response = await fetch(`${url}/healthz`);
       if (response.ok) return;

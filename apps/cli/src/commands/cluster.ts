@@ -19,7 +19,11 @@ export function registerClusterCommands(program: Command): void {
     .option('--workers <n>', 'how many worker processes', '2')
     .option('--concurrency <n>', 'children each worker runs at once')
     .option('--port <port>', 'coordinator port', process.env.LIBOS_PORT ?? '7070')
-    .option('--redis-url <url>', 'use this Redis instead of a private redis-server', process.env.LIBOS_REDIS_URL)
+    .option(
+      '--redis-url <url>',
+      'use this Redis instead of a private redis-server',
+      process.env.LIBOS_REDIS_URL,
+    )
     .action(async (opts: { workers: string; concurrency?: string; port: string; redisUrl?: string }) => {
       const global = program.opts<GlobalOptions>();
       const dir = stateDir(global.dir);
@@ -30,14 +34,17 @@ export function registerClusterCommands(program: Command): void {
         redisUrl: opts.redisUrl,
         concurrency: opts.concurrency ? Number(opts.concurrency) : undefined,
       });
-      emit(global.json, { url: cluster.url, admin_token_file: cluster.adminTokenFile, redis_url: cluster.redisUrl }, () =>
-        [
-          `${paint('green', 'libos is up')}: coordinator ${cluster.url}, ${opts.workers} worker(s)`,
-          `admin token: ${cluster.adminTokenFile}`,
-          `dashboard:   ${cluster.url}/admin/queues (user admin, password: the admin token)`,
-          `redis:       ${cluster.redisUrl}`,
-          'Ctrl-C stops everything.',
-        ].join('\n'),
+      emit(
+        global.json,
+        { url: cluster.url, admin_token_file: cluster.adminTokenFile, redis_url: cluster.redisUrl },
+        () =>
+          [
+            `${paint('green', 'libos is up')}: coordinator ${cluster.url}, ${opts.workers} worker(s)`,
+            `admin token: ${cluster.adminTokenFile}`,
+            `dashboard:   ${cluster.url}/admin/queues (user admin, password: the admin token)`,
+            `redis:       ${cluster.redisUrl}`,
+            'Ctrl-C stops everything.',
+          ].join('\n'),
       );
       const why = await Promise.race([untilStopped(), cluster.exited]);
       process.stderr.write(`stopping (${why})…\n`);

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
-import { type ImageSpecInput, imageSpecSchema } from '@libos/protocol';
+import { type ImageSpecInput, type ImageView, imageSpecSchema } from '@libos/protocol';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -20,13 +20,17 @@ export async function readImageFile(path: string, name?: string): Promise<Record
   if (single.success) return { [name ?? basename(path, extname(path))]: data as ImageSpecInput };
   const parsed = imageFileSchema.safeParse(data);
   if (!parsed.success) {
-    throw new Error(`${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new Error(
+      `${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   return data as Record<string, ImageSpecInput>;
 }
 
 export function registerImageCommands(program: Command): void {
-  const images = program.command('images').description('register and list images (how workers launch children)');
+  const images = program
+    .command('images')
+    .description('register and list images (how workers launch children)');
   images
     .command('put')
     .description('register images from a JSON or YAML file, or one image from flags')
@@ -36,27 +40,36 @@ export function registerImageCommands(program: Command): void {
     .option('--arg <arg...>', 'arguments; one must name {result_file}')
     .option('--pool <pool>', 'worker pool (queue)')
     .option('--deadline-ms <ms>', 'deadline per launch')
-    .action(async (name: string | undefined, opts: { file?: string; command?: string; arg?: string[]; pool?: string; deadlineMs?: string }) => {
-      const global = program.opts<GlobalOptions>();
-      let specs: Record<string, ImageSpecInput>;
-      if (opts.file) {
-        specs = await readImageFile(opts.file, name);
-      } else {
-        if (!name || !opts.command) throw new Error('images put: give --file, or a name with --command and --arg');
-        specs = {
-          [name]: {
-            command: opts.command,
-            args: opts.arg ?? [],
-            ...(opts.pool ? { pool: opts.pool } : {}),
-            ...(opts.deadlineMs ? { deadline_ms: Number(opts.deadlineMs) } : {}),
-          },
-        };
-      }
-      const admin = await adminClient(global);
-      const stored = [];
-      for (const [imageName, spec] of Object.entries(specs)) stored.push(await admin.putImage(imageName, spec));
-      emit(global.json, stored, () => stored.map((image) => `image ${image.name} stored (pool ${image.spec.pool})`).join('\n'));
-    });
+    .action(
+      async (
+        name: string | undefined,
+        opts: { file?: string; command?: string; arg?: string[]; pool?: string; deadlineMs?: string },
+      ) => {
+        const global = program.opts<GlobalOptions>();
+        let specs: Record<string, ImageSpecInput>;
+        if (opts.file) {
+          specs = await readImageFile(opts.file, name);
+        } else {
+          if (!name || !opts.command)
+            throw new Error('images put: give --file, or a name with --command and --arg');
+          specs = {
+            [name]: {
+              command: opts.command,
+              args: opts.arg ?? [],
+              ...(opts.pool ? { pool: opts.pool } : {}),
+              ...(opts.deadlineMs ? { deadline_ms: Number(opts.deadlineMs) } : {}),
+            },
+          };
+        }
+        const admin = await adminClient(global);
+        const stored: ImageView[] = [];
+        for (const [imageName, spec] of Object.entries(specs))
+          stored.push(await admin.putImage(imageName, spec));
+        emit(global.json, stored, () =>
+          stored.map((image) => `image ${image.name} stored (pool ${image.spec.pool})`).join('\n'),
+        );
+      },
+    );
   images
     .command('list')
     .description('list registered images')

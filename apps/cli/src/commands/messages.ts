@@ -48,7 +48,11 @@ export function registerMessageCommands(program: Command): void {
     .action(async (opts: { all?: boolean; ack: boolean; limit: string }) => {
       const global = program.opts<GlobalOptions>();
       const client = await processClient(global);
-      const page = await client.read({ include_acked: opts.all ?? false, ack: opts.ack, limit: Number(opts.limit) });
+      const page = await client.read({
+        include_acked: opts.all ?? false,
+        ack: opts.ack,
+        limit: Number(opts.limit),
+      });
       emit(global.json, page, () => {
         const rows = page.messages.map((m) => [
           m.message_id,

@@ -6,9 +6,9 @@ import {
   processStatusSchema,
   signalSchema,
 } from '@libos/protocol';
-import type { z } from 'zod';
 import type { AdminClient } from '@libos/sdk';
 import type { Command } from 'commander';
+import type { z } from 'zod';
 import { adminClient, type GlobalOptions } from '../context.js';
 import { emit, paintStatus } from '../output.js';
 import { outcomeText, processTable, processTree } from './ps.js';
@@ -17,14 +17,22 @@ export async function allProcesses(admin: AdminClient, status?: ProcessStatus): 
   const all: ProcessView[] = [];
   let cursor: string | undefined;
   do {
-    const page = await admin.listProcesses({ limit: 1000, ...(status ? { status } : {}), ...(cursor ? { cursor } : {}) });
+    const page = await admin.listProcesses({
+      limit: 1000,
+      ...(status ? { status } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
     all.push(...page.processes);
     cursor = page.next_cursor ?? undefined;
   } while (cursor);
   return all;
 }
 
-function parseJsonOption<S extends z.ZodType>(what: string, schema: S, text: string | undefined): z.infer<S> | undefined {
+function parseJsonOption<S extends z.ZodType>(
+  what: string,
+  schema: S,
+  text: string | undefined,
+): z.infer<S> | undefined {
   if (text === undefined) return undefined;
   let json: unknown;
   try {
@@ -33,7 +41,10 @@ function parseJsonOption<S extends z.ZodType>(what: string, schema: S, text: str
     throw new Error(`${what} must be JSON`);
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new Error(`${what}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw new Error(
+      `${what}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
+    );
   return parsed.data;
 }
 
@@ -103,7 +114,15 @@ export function registerProcessCommands(program: Command): void {
     .option('-r, --reason <reason>')
     .action(async (pid: string, signal: string, opts: { reason?: string }) => {
       const global = program.opts<GlobalOptions>();
-      const view = await (await adminClient(global)).signalProcess(pid, signalSchema.parse(signal), opts.reason);
-      emit(global.json, view, () => `${pid} ${paintStatus(view.status)} (generation ${view.state_generation})`);
+      const view = await (await adminClient(global)).signalProcess(
+        pid,
+        signalSchema.parse(signal),
+        opts.reason,
+      );
+      emit(
+        global.json,
+        view,
+        () => `${pid} ${paintStatus(view.status)} (generation ${view.state_generation})`,
+      );
     });
 }

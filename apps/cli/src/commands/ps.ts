@@ -51,8 +51,12 @@ export function processTree(processes: ProcessView[], options: { budgets?: boole
     const branch = top ? '' : last ? '└─ ' : '├─ ';
     const outcome = outcomeText(p);
     const budget = options.budgets ? budgetText(p.resource_budget) : '';
-    const detail = [outcome && paint('grey', outcome), budget && paint('grey', `[${budget}]`)].filter(Boolean);
-    lines.push(`${prefix}${branch}${paint('bold', p.pid)} ${paintStatus(p.status)} ${p.goal} ${detail.join(' ')}`.trimEnd());
+    const detail = [outcome && paint('grey', outcome), budget && paint('grey', `[${budget}]`)].filter(
+      Boolean,
+    );
+    lines.push(
+      `${prefix}${branch}${paint('bold', p.pid)} ${paintStatus(p.status)} ${p.goal} ${detail.join(' ')}`.trimEnd(),
+    );
     const kids = children.get(p.pid) ?? [];
     kids.forEach((kid, i) => {
       walk(kid, top ? prefix : prefix + (last ? '   ' : '│  '), i === kids.length - 1, false);
