@@ -243,7 +243,7 @@ describe('capability delegation', () => {
 describe('budgets', () => {
   const BUDGET = { tokens: 1000, cost_usd: 1, steps: 100, wall_ms: 10_000, children: 10 };
 
-  it('attenuates an omitted budget to half of the parent’s remaining and reserves it', async () => {
+  it('attenuates an omitted budget to half of the parent’s remaining (children: none) and reserves it', async () => {
     const parent = await root(env, { resource_budget: BUDGET });
     const child = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'g' });
     expect(child.resource_budget).toEqual({
@@ -251,11 +251,25 @@ describe('budgets', () => {
       cost_usd: { limit: 0.5, reserved: 0, used: 0, remaining: 0.5 },
       steps: { limit: 50, reserved: 0, used: 0, remaining: 50 },
       wall_ms: { limit: 5000, reserved: 0, used: 0, remaining: 5000 },
-      children: { limit: 4, reserved: 0, used: 0, remaining: 4 },
+      children: { limit: 0, reserved: 0, used: 0, remaining: 0 },
     });
     const p = (await k().admin.getProcess(parent.pid)).resource_budget;
     expect(p.tokens).toEqual({ limit: 1000, reserved: 500, used: 0, remaining: 500 });
-    expect(p.children).toEqual({ limit: 10, reserved: 4, used: 1, remaining: 5 });
+    expect(p.children).toEqual({ limit: 10, reserved: 0, used: 1, remaining: 9 });
+  });
+
+  it('lets a fan-out of omitted-budget children use the whole children budget', async () => {
+    const parent = await root(env, { resource_budget: { children: 10 } });
+    for (let i = 0; i < 10; i++) await k().tools.spawn_child_process({ pid: parent.pid }, { goal: `c${i}` });
+    const over = await refusal(k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'one too many' }));
+    expect([over.code, over.reason]).toEqual(['resource_exhausted', 'budget']);
+  });
+
+  it('takes an omitted children budget from the image default, within what is left', async () => {
+    await k().admin.putImage('spawner', { ...IMAGE, default_budget: { children: 3 } });
+    const parent = await root(env, { resource_budget: { children: 10 } });
+    const child = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'g', image: 'spawner' });
+    expect(child.resource_budget.children.limit).toBe(3);
   });
 
   it('caps the attenuation by the image default budget', async () => {

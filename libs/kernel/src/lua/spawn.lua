@@ -122,7 +122,10 @@ for _, d in ipairs(DIMS) do
     limits[d] = want
   else
     local dflt = idef[d]
-    if rem then
+    if rem and d == 'children' then
+      -- a leaf unless told otherwise: reserving half for every omitted spawn would starve fan-outs
+      limits[d] = math.min(dflt or 0, math.max(0, rem))
+    elseif rem then
       local half = math.floor(math.max(0, rem) / 2)
       if dflt ~= nil and dflt < half then half = dflt end
       limits[d] = half
