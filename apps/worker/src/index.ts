@@ -1,1 +1,5 @@
-export {};
+export { type ChildIdentity, childEnvironment } from './child-env.js';
+export { loadWorkerConfig, type WorkerConfig, workerEnvSchema } from './config.js';
+export { type LaunchPlan, type Plan, planLaunch } from './launch-plan.js';
+export type { AttemptSummary } from './run-attempt.js';
+export { type RunningWorker, type StartWorkerOptions, startWorker } from './worker.js';

@@ -1,0 +1,21 @@
+// `node apps/worker/dist/bin.js`: one worker from the environment (see README), until SIGTERM/SIGINT.
+import { loadWorkerConfig, startWorker } from './index.js';
+
+const worker = await startWorker(loadWorkerConfig(process.env));
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) {
+      // A second signal: stop now; the runner's exit hook kills the children's process groups.
+      process.exit(130);
+    }
+    stopping = true;
+    worker.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`libos worker: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  });
+}

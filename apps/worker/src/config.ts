@@ -1,0 +1,64 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** The worker's environment variables (names of design/system.md where it fixes them). */
+export const workerEnvSchema = z.object({
+  LIBOS_REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  /** The coordinator URL launched children get as their own `LIBOS_URL`. */
+  LIBOS_URL: z.url({ error: 'LIBOS_URL must be the coordinator URL children get (required)' }),
+  /** Comma-separated pools, one BullMQ queue each. */
+  LIBOS_POOLS: z
+    .string()
+    .default('default')
+    .transform((text) =>
+      [...new Set(text.split(',').map((pool) => pool.trim()))].filter((pool) => pool !== ''),
+    )
+    .pipe(z.array(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'a pool is 1-64 of A-Z a-z 0-9 . _ -')).min(1)),
+  /** Children run at once, per pool. */
+  LIBOS_CONCURRENCY: positiveInt(4),
+  LIBOS_WORKER_ID: z.string().min(1).max(200).optional(),
+  /**
+   * The lease an attempt holds and renews every third of it. A dead worker's attempt is found by
+   * the coordinator's reaper once the lease has expired: detection within lease + reaper period.
+   */
+  LIBOS_LEASE_MS: z.coerce.number().int().min(150).max(3_600_000).default(10_000),
+  /** How long `close()` lets running children finish before it cancels them through the contract. */
+  LIBOS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
+  LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface WorkerConfig {
+  redisUrl: string;
+  /** Given to children as `LIBOS_URL`. */
+  url: string;
+  pools: string[];
+  concurrency: number;
+  workerId: string;
+  leaseMs: number;
+  shutdownGraceMs: number;
+  logLevel: z.infer<typeof workerEnvSchema>['LIBOS_LOG_LEVEL'];
+}
+
+/** Reads and checks the worker's settings; throws one error naming every bad variable. */
+export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerConfig {
+  const parsed = workerEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues
+      .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+      .join('; ');
+    throw new Error(`worker configuration: ${problems}`);
+  }
+  const e = parsed.data;
+  return {
+    redisUrl: e.LIBOS_REDIS_URL,
+    url: e.LIBOS_URL,
+    pools: e.LIBOS_POOLS,
+    concurrency: e.LIBOS_CONCURRENCY,
+    workerId: e.LIBOS_WORKER_ID ?? `${hostname()}:${process.pid}`,
+    leaseMs: e.LIBOS_LEASE_MS,
+    shutdownGraceMs: e.LIBOS_SHUTDOWN_GRACE_MS,
+    logLevel: e.LIBOS_LOG_LEVEL,
+  };
+}

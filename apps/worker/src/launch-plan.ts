@@ -1,0 +1,64 @@
+import type { ClaimedLaunch, Completion } from '@libos/protocol';
+import { DEFAULT_CANCEL_GRACE_MS, DEFAULT_DEADLINE_MS } from '@libos/runner';
+
+/** What the runner gets for one claimed attempt (the environment and hooks are added by the caller). */
+export interface LaunchPlan {
+  command: string;
+  args: string[];
+  /** The process's cwd; the worker creates nothing, a missing one fails the spawn. */
+  cwd: string;
+  /** The request id: the attempt id `<pid>:<attempt>`. */
+  id: string;
+  kind: string;
+  input: { goal: string; pid: string; parent_pid: string | null; input: ClaimedLaunch['input'] };
+  deadlineMs: number;
+  cancelGraceMs: number;
+  maxSteps?: number;
+}
+
+/** A launch, or the ending of an attempt whose budget left nothing to launch with. */
+export type Plan = { kind: 'launch'; launch: LaunchPlan } | { kind: 'exhausted'; completion: Completion };
+
+/**
+ * The contract request of a claimed attempt: the image's command, args and kind; input `{goal,
+ * pid, parent_pid, input}`; `limits.max_steps` from the remaining steps budget; deadline = the
+ * image's (default 10 min), capped by the remaining `wall_ms` budget; grace = the image's (5 s).
+ * A budget already spent (0 steps or 0 ms left) ends the attempt without spawning anything.
+ */
+export function planLaunch(claimed: ClaimedLaunch): Plan {
+  const spec = claimed.image_spec;
+  const steps = remaining(claimed.resource_budget.steps.remaining);
+  const wall = remaining(claimed.resource_budget.wall_ms.remaining);
+  if (steps === 0 || wall === 0) {
+    return {
+      kind: 'exhausted',
+      completion: {
+        terminal:
+          steps === 0
+            ? { type: 'max_steps', reason: 'no steps left in the budget' }
+            : { type: 'timed_out', reason: 'no wall time left in the budget' },
+        usage: { prompt_tokens: 0, completion_tokens: 0, steps: 0, wall_ms: 0 },
+      },
+    };
+  }
+  const imageDeadline = spec.deadline_ms ?? DEFAULT_DEADLINE_MS;
+  return {
+    kind: 'launch',
+    launch: {
+      command: spec.command,
+      args: spec.args,
+      cwd: claimed.cwd,
+      id: claimed.attempt_id,
+      kind: spec.kind ?? claimed.image,
+      input: { goal: claimed.goal, pid: claimed.pid, parent_pid: claimed.parent_pid, input: claimed.input },
+      deadlineMs: wall === undefined ? imageDeadline : Math.min(imageDeadline, wall),
+      cancelGraceMs: spec.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
+      ...(steps === undefined ? {} : { maxSteps: steps }),
+    },
+  };
+}
+
+/** A budget dimension's remaining amount as a whole number; undefined when unlimited. */
+function remaining(value: number | null): number | undefined {
+  return value === null ? undefined : Math.max(0, Math.floor(value));
+}

@@ -1,0 +1,170 @@
+import { type Kernel, KernelError, mintToken } from '@libos/kernel';
+import {
+  type ClaimedLaunch,
+  type Completion,
+  completionFromRunResult,
+  type LaunchJob,
+  type ProcessStatus,
+} from '@libos/protocol';
+import { contractRun } from '@libos/runner';
+import type { Logger } from 'pino';
+import { childEnvironment } from './child-env.js';
+import { ChildSignals } from './child-signals.js';
+import { planLaunch } from './launch-plan.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { isTransient, reportCompletion, withRetry } from './report.js';
+
+/** What a launch job's processing returns (BullMQ keeps it as the job's return value). */
+export interface AttemptSummary {
+  pid: string;
+  attempt: number;
+  claimed: boolean;
+  /** Why the claim was refused (`not_runnable`, `superseded`, ...): the job ends quietly. */
+  refused?: string;
+  /** The contract terminal of the child. */
+  terminal?: Completion['terminal']['type'];
+  /** The process's status after the completion; null when the kernel refused or never answered. */
+  status?: ProcessStatus | null;
+}
+
+export interface AttemptContext {
+  kernel: Kernel;
+  workerId: string;
+  /** The coordinator URL children get. */
+  url: string;
+  leaseMs: number;
+  log: Logger;
+  /** Attempts this worker holds, so shutdown can cancel their children. */
+  running: Set<ChildSignals>;
+  /** The environment children inherit from (minus `LIBOS_*`); the worker's own by default. */
+  baseEnv?: NodeJS.ProcessEnv;
+}
+
+/**
+ * One launch job: subscribe to the process's control channel, claim the attempt (the kernel
+ * refuses a second claim, a superseded attempt, a killed or paused-while-queued process), then
+ * run the child under the contract while the lease is renewed and signals are delivered, and
+ * report the ending with the attempt's fence. A child's failure is kernel state, never a thrown
+ * error.
+ */
+export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<AttemptSummary> {
+  const { pid, attempt } = job;
+  const log = ctx.log.child({ pid, attempt });
+  const retry = { withinMs: 3 * ctx.leaseMs, log };
+  const signals = new ChildSignals(log);
+  // Subscribed before the claim, so a signal between the claim and the spawn is not missed.
+  const release = await withRetry(
+    () =>
+      ctx.kernel.worker.watchControl(pid, (notice) => {
+        if (notice.attempt === attempt) signals.notice(notice);
+      }),
+    { ...retry, what: 'control subscription' },
+  );
+  try {
+    // The token's plaintext goes to the child's environment only; the kernel keeps its hash.
+    const minted = mintToken(pid);
+    let claimed: ClaimedLaunch;
+    try {
+      claimed = await withRetry(
+        () =>
+          ctx.kernel.worker.claim(pid, attempt, {
+            workerId: ctx.workerId,
+            tokenHash: minted.tokenHash,
+            leaseMs: ctx.leaseMs,
+          }),
+        { ...retry, what: 'claim' },
+      );
+    } catch (error) {
+      if (error instanceof KernelError && !isTransient(error)) {
+        log.info({ reason: error.reason ?? error.code, err: error.message }, 'claim refused: nothing to run');
+        return { pid, attempt, claimed: false, refused: error.reason ?? error.code };
+      }
+      throw error;
+    }
+    // The reaper finds leases through the kernel's index: have it written before the child runs.
+    await ctx.kernel.flushIndex();
+    log.info({ image: claimed.image }, 'attempt claimed');
+    ctx.running.add(signals);
+    const ids = { pid, attempt, fence: claimed.fence };
+    let reporting = false;
+    const lease = new LeaseKeeper(
+      ctx.kernel,
+      ids,
+      ctx.leaseMs,
+      {
+        epoch: () => signals.epoch,
+        answered: (answer, epoch) => signals.renewed(answer, epoch),
+        lost: (error) => {
+          if (reporting) return; // the renewal crossed this worker's own completion
+          // The reaper recovered the attempt, so another may run: this child must not go on.
+          log.warn(
+            { code: error.code, reason: error.reason, err: error.message },
+            'lease lost: killing the child',
+          );
+          signals.terminate();
+        },
+      },
+      log,
+    ).start();
+    try {
+      const completion = await runChild(claimed, minted.token, signals, ctx, log);
+      reporting = true;
+      const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
+      return {
+        pid,
+        attempt,
+        claimed: true,
+        terminal: completion.terminal.type,
+        status: done?.status ?? null,
+      };
+    } finally {
+      lease.stop();
+      ctx.running.delete(signals);
+    }
+  } finally {
+    release();
+  }
+}
+
+/** Runs the claimed attempt's child and turns its ending into a completion; never throws. */
+async function runChild(
+  claimed: ClaimedLaunch,
+  token: string,
+  signals: ChildSignals,
+  ctx: AttemptContext,
+  log: Logger,
+): Promise<Completion> {
+  const plan = planLaunch(claimed);
+  if (plan.kind === 'exhausted') {
+    log.info({ terminal: plan.completion.terminal }, 'budget spent: nothing launched');
+    return plan.completion;
+  }
+  const started = performance.now();
+  const wallMs = () => Math.max(0, performance.now() - started - signals.pausedMs);
+  try {
+    const result = await contractRun({
+      ...plan.launch,
+      env: childEnvironment(ctx.baseEnv ?? process.env, claimed.image_spec.env, {
+        url: ctx.url,
+        pid: claimed.pid,
+        token,
+      }),
+      onSpawn: (control) => {
+        log.info({ os_pid: control.pid, deadline_ms: plan.launch.deadlineMs }, 'child spawned');
+        signals.attach(control);
+      },
+      // The runner's fields (its `pid` is the OS pid) are nested so they cannot shadow ours.
+      logger: { debug: (fields, message) => log.debug({ runner: fields }, message) },
+    });
+    signals.detach();
+    return completionFromRunResult(result, wallMs());
+  } catch (error) {
+    signals.detach();
+    const message = error instanceof Error ? error.message : String(error);
+    log.error({ err: message }, 'the child could not be run');
+    return {
+      terminal: { type: 'failed', reason: `the worker could not run the child: ${message}` },
+      usage: { prompt_tokens: 0, completion_tokens: 0, steps: 0, wall_ms: Math.round(wallMs()) },
+    };
+  }
+}

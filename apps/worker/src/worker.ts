@@ -1,0 +1,126 @@
+import { Kernel } from '@libos/kernel';
+import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
+import { Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { type Logger, pino } from 'pino';
+import type { ChildSignals } from './child-signals.js';
+import type { WorkerConfig } from './config.js';
+import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
+
+export interface StartWorkerOptions {
+  logger?: Logger;
+  /** The environment children inherit from (minus every `LIBOS_*`); default `process.env`. */
+  baseEnv?: NodeJS.ProcessEnv;
+}
+
+export interface RunningWorker {
+  readonly id: string;
+  /**
+   * Stop taking launches, let running children finish for `shutdownGraceMs`, then cancel the
+   * rest through the contract (stdin EOF, their grace, kill), report them, close connections.
+   */
+  close(): Promise<void>;
+}
+
+type Summary = AttemptSummary | { ignored: string };
+
+/**
+ * Starts one BullMQ worker per pool on the pool's launch queue. Redis connections: one for
+ * kernel commands, the kernel's one subscriber, one shared BullMQ command connection and one
+ * blocking connection per pool; none per child.
+ */
+export async function startWorker(
+  config: WorkerConfig,
+  options: StartWorkerOptions = {},
+): Promise<RunningWorker> {
+  // No pino `base`: its `pid` would be the OS pid, while `pid` in launch lines is the process's.
+  const log = (options.logger ?? pino({ name: 'libos-worker', level: config.logLevel, base: null })).child({
+    worker: config.workerId,
+  });
+  // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
+  const commands = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
+  const queues = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  for (const connection of [commands, queues]) {
+    connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
+  }
+  const kernel = new Kernel({
+    redis: commands,
+    onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
+  });
+  const running = new Set<ChildSignals>();
+  const context: AttemptContext = {
+    kernel,
+    workerId: config.workerId,
+    url: config.url,
+    leaseMs: config.leaseMs,
+    log,
+    running,
+    ...(options.baseEnv ? { baseEnv: options.baseEnv } : {}),
+  };
+
+  const processJob = async (data: unknown): Promise<Summary> => {
+    const parsed = launchJobSchema.safeParse(data);
+    if (!parsed.success || !pidSchema.safeParse(parsed.data.pid).success) {
+      log.error({ data }, 'a launch job that names no attempt: ignored');
+      return { ignored: 'malformed job data' };
+    }
+    return runAttempt(parsed.data, context);
+  };
+  // A dead worker's job stalls once its lock lapses; with maxStalledCount 0 BullMQ fails it
+  // instead of handing it out again (the kernel's claim would refuse it anyway). The lock is
+  // renewed every half of its duration, comfortably more often than it can lapse.
+  const lockMs = Math.max(3 * config.leaseMs, 1_000);
+  const workers = config.pools.map((pool) => {
+    const worker = new Worker<LaunchJob, Summary>(launchQueueName(pool), (job) => processJob(job.data), {
+      connection: queues,
+      prefix: QUEUE_PREFIX,
+      concurrency: config.concurrency,
+      maxStalledCount: 0,
+      lockDuration: lockMs,
+      stalledInterval: lockMs,
+      name: config.workerId,
+    });
+    worker.on('error', (error) => log.error({ pool, err: error.message }, 'queue worker error'));
+    worker.on('failed', (job, error) =>
+      log.error(
+        { pool, job: job?.id, pid: job?.data.pid, attempt: job?.data.attempt, err: error.message },
+        'launch job failed (a stalled job of a dead worker, or no claim was possible)',
+      ),
+    );
+    return worker;
+  });
+  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  log.info(
+    { pools: config.pools, concurrency: config.concurrency, lease_ms: config.leaseMs },
+    'worker started',
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = async () => {
+    log.info({ running: running.size, grace_ms: config.shutdownGraceMs }, 'closing: taking no new launches');
+    const drained = Promise.all(workers.map((worker) => worker.close()));
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      drained.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), config.shutdownGraceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!inTime) {
+      log.warn({ running: running.size }, 'shutdown grace over: cancelling children through the contract');
+      for (const signals of running) signals.cancel();
+      await drained;
+    }
+    await kernel.close();
+    await Promise.all([queues.quit(), commands.quit()].map((quit) => quit.catch(() => undefined)));
+    log.info('worker closed');
+  };
+  return {
+    id: config.workerId,
+    close: () => {
+      closing ??= close();
+      return closing;
+    },
+  };
+}

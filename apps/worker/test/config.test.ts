@@ -1,0 +1,158 @@
+import { hostname } from 'node:os';
+import type { BudgetView, ClaimedLaunch } from '@libos/protocol';
+import { describe, expect, it } from 'vitest';
+import { childEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
+
+describe('loadWorkerConfig', () => {
+  it('applies the defaults and needs only LIBOS_URL', () => {
+    expect(loadWorkerConfig({ LIBOS_URL: 'http://coordinator:7070' })).toEqual({
+      redisUrl: 'redis://127.0.0.1:6379',
+      url: 'http://coordinator:7070',
+      pools: ['default'],
+      concurrency: 4,
+      workerId: `${hostname()}:${process.pid}`,
+      leaseMs: 10_000,
+      shutdownGraceMs: 30_000,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every variable, and names each bad one', () => {
+    const config = loadWorkerConfig({
+      LIBOS_URL: 'http://c:1',
+      LIBOS_REDIS_URL: 'redis://r:6380',
+      LIBOS_POOLS: ' gpu, default,gpu ,',
+      LIBOS_CONCURRENCY: '8',
+      LIBOS_WORKER_ID: 'w-1',
+      LIBOS_LEASE_MS: '3000',
+      LIBOS_SHUTDOWN_GRACE_MS: '0',
+      LIBOS_LOG_LEVEL: 'debug',
+    });
+    expect(config).toMatchObject({
+      pools: ['gpu', 'default'],
+      concurrency: 8,
+      workerId: 'w-1',
+      leaseMs: 3000,
+    });
+    expect(config.shutdownGraceMs).toBe(0);
+    expect(() => loadWorkerConfig({})).toThrow(/LIBOS_URL/);
+    expect(() =>
+      loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_CONCURRENCY: '0', LIBOS_POOLS: 'a b' }),
+    ).toThrow(/LIBOS_POOLS.*LIBOS_CONCURRENCY|LIBOS_CONCURRENCY.*LIBOS_POOLS/);
+    expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_LEASE_MS: '10' })).toThrow(
+      /LIBOS_LEASE_MS/,
+    );
+  });
+});
+
+describe('childEnvironment', () => {
+  it('drops the worker’s LIBOS_* variables, overlays the image env, and puts the identity last', () => {
+    const env = childEnvironment(
+      {
+        PATH: '/bin',
+        HOME: '/root',
+        LIBOS_ADMIN_TOKEN: 'secret',
+        LIBOS_REDIS_URL: 'redis://x',
+        UNSET: undefined,
+      },
+      { HOME: '/srv', LIBOS_PID: 'pforged', LIBOS_TOKEN: 'forged', LIBOS_TRACE: '1' },
+      { url: 'http://c:1', pid: 'pabc', token: 'pabc.secret' },
+    );
+    expect(env).toEqual({
+      PATH: '/bin',
+      HOME: '/srv',
+      LIBOS_TRACE: '1',
+      LIBOS_URL: 'http://c:1',
+      LIBOS_PID: 'pabc',
+      LIBOS_TOKEN: 'pabc.secret',
+    });
+  });
+});
+
+const dimension = (limit: number | null, used = 0) => ({
+  limit,
+  reserved: 0,
+  used,
+  remaining: limit === null ? null : limit - used,
+});
+
+function claimed(
+  budget: Partial<BudgetView>,
+  spec: Partial<ClaimedLaunch['image_spec']> = {},
+): ClaimedLaunch {
+  return {
+    pid: 'pabc.1',
+    parent_pid: 'pabc',
+    root_pid: 'pabc',
+    attempt: 2,
+    attempt_id: 'pabc.1:2',
+    fence: 'f',
+    goal: 'g',
+    input: { x: 1 },
+    image: 'echo',
+    image_spec: {
+      command: 'sh',
+      args: ['{result_file}'],
+      pool: 'default',
+      required_capabilities: [],
+      skills: [],
+      ...spec,
+    },
+    cwd: '/work',
+    inherited_paths: [],
+    capabilities: [],
+    resource_budget: {
+      tokens: dimension(null),
+      cost_usd: dimension(null),
+      steps: dimension(null),
+      wall_ms: dimension(null),
+      children: dimension(null),
+      ...budget,
+    },
+    lease_expires_at: new Date().toISOString(),
+  };
+}
+
+describe('planLaunch', () => {
+  it('builds the request from the claim, with the image defaults', () => {
+    expect(planLaunch(claimed({}))).toEqual({
+      kind: 'launch',
+      launch: {
+        command: 'sh',
+        args: ['{result_file}'],
+        cwd: '/work',
+        id: 'pabc.1:2',
+        kind: 'echo',
+        input: { goal: 'g', pid: 'pabc.1', parent_pid: 'pabc', input: { x: 1 } },
+        deadlineMs: 600_000,
+        cancelGraceMs: 5_000,
+      },
+    });
+  });
+
+  it('takes max_steps from the remaining steps and caps the deadline by the remaining wall time', () => {
+    const plan = planLaunch(
+      claimed(
+        { steps: dimension(10, 4), wall_ms: dimension(90_000, 30_000) },
+        { kind: 'k', deadline_ms: 120_000, cancel_grace_ms: 50 },
+      ),
+    );
+    expect(plan).toMatchObject({
+      kind: 'launch',
+      launch: { kind: 'k', maxSteps: 6, deadlineMs: 60_000, cancelGraceMs: 50 },
+    });
+    const imageFirst = planLaunch(claimed({ wall_ms: dimension(90_000) }, { deadline_ms: 1_000 }));
+    expect(imageFirst).toMatchObject({ launch: { deadlineMs: 1_000 } });
+  });
+
+  it('launches nothing when the budget has no steps or no wall time left', () => {
+    expect(planLaunch(claimed({ steps: dimension(3, 3) }))).toMatchObject({
+      kind: 'exhausted',
+      completion: { terminal: { type: 'max_steps' }, usage: { steps: 0, wall_ms: 0 } },
+    });
+    expect(planLaunch(claimed({ wall_ms: dimension(100, 100) }))).toMatchObject({
+      kind: 'exhausted',
+      completion: { terminal: { type: 'timed_out' } },
+    });
+  });
+});
