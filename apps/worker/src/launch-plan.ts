@@ -1,6 +1,35 @@
 import type { ClaimedLaunch, Completion } from '@libos/protocol';
 import { DEFAULT_CANCEL_GRACE_MS, DEFAULT_DEADLINE_MS } from '@libos/runner';
 
+/**
+ * The request's `input`: the spawn's input as given (`input`), its fields also at the top level
+ * when it is an object (so engines that read `query`/`prompt`, such as the shims, work unchanged),
+ * and the process's `goal`, `pid` and `parent_pid`, which win over spawn fields of those names.
+ */
+export interface ChildInput {
+  [field: string]: unknown;
+  goal: string;
+  pid: string;
+  parent_pid: string | null;
+  input: ClaimedLaunch['input'];
+}
+
+export function childInput(
+  claimed: Pick<ClaimedLaunch, 'goal' | 'pid' | 'parent_pid' | 'input'>,
+): ChildInput {
+  const spread =
+    claimed.input !== null && typeof claimed.input === 'object' && !Array.isArray(claimed.input)
+      ? claimed.input
+      : {};
+  return {
+    ...spread,
+    goal: claimed.goal,
+    pid: claimed.pid,
+    parent_pid: claimed.parent_pid,
+    input: claimed.input,
+  };
+}
+
 /** What the runner gets for one claimed attempt (the environment and hooks are added by the caller). */
 export interface LaunchPlan {
   command: string;
@@ -10,7 +39,7 @@ export interface LaunchPlan {
   /** The request id: the attempt id `<pid>:<attempt>`. */
   id: string;
   kind: string;
-  input: { goal: string; pid: string; parent_pid: string | null; input: ClaimedLaunch['input'] };
+  input: ChildInput;
   deadlineMs: number;
   cancelGraceMs: number;
   maxSteps?: number;
@@ -20,8 +49,8 @@ export interface LaunchPlan {
 export type Plan = { kind: 'launch'; launch: LaunchPlan } | { kind: 'exhausted'; completion: Completion };
 
 /**
- * The contract request of a claimed attempt: the image's command, args and kind; input `{goal,
- * pid, parent_pid, input}`; `limits.max_steps` from the remaining steps budget; deadline = the
+ * The contract request of a claimed attempt: the image's command, args and kind; input as
+ * `childInput`; `limits.max_steps` from the remaining steps budget; deadline = the
  * image's (default 10 min), capped by the remaining `wall_ms` budget; grace = the image's (5 s).
  * A budget already spent (0 steps or 0 ms left) ends the attempt without spawning anything.
  */
@@ -50,7 +79,7 @@ export function planLaunch(claimed: ClaimedLaunch): Plan {
       cwd: claimed.cwd,
       id: claimed.attempt_id,
       kind: spec.kind ?? claimed.image,
-      input: { goal: claimed.goal, pid: claimed.pid, parent_pid: claimed.parent_pid, input: claimed.input },
+      input: childInput(claimed),
       deadlineMs: wall === undefined ? imageDeadline : Math.min(imageDeadline, wall),
       cancelGraceMs: spec.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
       ...(steps === undefined ? {} : { maxSteps: steps }),

@@ -53,7 +53,7 @@ describe('a launch', () => {
         version: 1,
         request_id: `${child}:1`,
         kind: 'echo-kind',
-        input: { goal: 'test child', pid: child, parent_pid: parent, input: { q: 'hello' } },
+        input: { q: 'hello', goal: 'test child', pid: child, parent_pid: parent, input: { q: 'hello' } },
         limits: { max_steps: 5 },
       },
     });
