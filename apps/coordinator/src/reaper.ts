@@ -7,6 +7,11 @@ export interface ReaperOptions {
   intervalMs: number;
   /** A runnable process older than this whose job is gone is enqueued again. */
   relaunchAfterMs: number;
+  /**
+   * How often the derived status and lease indexes are rebuilt from the rows: a worker that died
+   * between its claim and its index write would otherwise hide an expired lease from the sweep.
+   */
+  repairEveryMs?: number;
 }
 
 /**
@@ -18,6 +23,7 @@ export interface ReaperOptions {
 export class Reaper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private lastRepair = Date.now();
 
   constructor(
     private readonly kernel: Kernel,
@@ -43,6 +49,10 @@ export class Reaper {
   }
 
   async sweep(): Promise<void> {
+    if (Date.now() - this.lastRepair >= (this.options.repairEveryMs ?? 60_000)) {
+      this.lastRepair = Date.now();
+      await this.kernel.admin.repairIndex();
+    }
     for (const recovery of await this.kernel.worker.reapExpired()) {
       this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
     }

@@ -41,7 +41,6 @@ export async function buildServer(
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,
     bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
-    disableRequestLogging: false,
     return503OnClosing: true,
   });
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
