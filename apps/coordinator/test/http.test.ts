@@ -172,3 +172,27 @@ describe('operations', () => {
     expect(names).toContain('launch-default');
   });
 });
+
+describe('notices', () => {
+  test('an interrupt rides on the next non-message tool call, a normal message after a call, ids only', async () => {
+    const root = await h.admin.createProcess({ goal: 'noticed' });
+    const me = h.as(root.token!);
+    const interrupt = await me.send({ to: 'self', kind: 'interrupt', body: 'stop and re-plan' });
+    // A message tool does not consume the interrupt notice.
+    await me.read({ ack: false, kind: 'normal' });
+    expect(me.lastNotices).toEqual([]);
+    await me.getProcess();
+    expect(me.lastNotices).toEqual([
+      expect.objectContaining({ kind: 'interrupt', message_ids: [interrupt.message_id] }),
+    ]);
+    expect(JSON.stringify(me.lastNotices)).not.toContain('stop and re-plan');
+    // Delivered once.
+    await me.getProcess();
+    expect(me.lastNotices).toEqual([]);
+    const normal = await me.send({ to: 'self', body: 'fyi' });
+    await me.getProcess();
+    expect(me.lastNotices).toEqual([
+      expect.objectContaining({ kind: 'normal', message_ids: [normal.message_id] }),
+    ]);
+  });
+});

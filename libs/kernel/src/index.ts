@@ -8,7 +8,7 @@ export {
   type KernelOptions,
 } from './core.js';
 export { KernelError } from './errors.js';
-export { Kernel, type KernelTools } from './kernel.js';
+export { type AuthenticatedCaller, Kernel, type KernelTools } from './kernel.js';
 export { Keys } from './keys.js';
 export { hashSecret, mintToken, parseToken } from './tokens.js';
 export { type WakeEvent, WakeHub, type WakeListener } from './wake-hub.js';

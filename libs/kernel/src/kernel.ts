@@ -18,6 +18,11 @@ import { parseToken, secretMatches } from './tokens.js';
 import type { WakeHub } from './wake-hub.js';
 import { WorkerOps } from './worker-ops.js';
 
+/** A caller proven by its token, and whether notices are due to it. */
+export interface AuthenticatedCaller extends Caller {
+  readonly noticesDue: { readonly interrupt: boolean; readonly normal: boolean };
+}
+
 /** Every tool as a method: `(caller, args, options?) => result`. Arguments are validated here. */
 export type KernelTools = {
   [N in ToolName]: (caller: Caller, args: ToolArgs<N>, options?: CallOptions) => Promise<ToolResult<N>>;
@@ -103,17 +108,30 @@ export class Kernel {
    * A process token -> its caller. The row keeps only sha256 of the secret; terminal processes
    * have none (a token dies at the terminal transition).
    */
-  async authenticate(token: string): Promise<Caller> {
+  async authenticate(token: string): Promise<AuthenticatedCaller> {
     const parsed = parseToken(token);
     if (!parsed) throw new KernelError('unauthenticated', 'not a process token', { reason: 'invalid_token' });
-    const [status, hash] = await this.core.redis.hmget(this.core.keys.row(parsed.pid), 'status', 'th');
+    const { redis, keys } = this.core;
+    // One round trip: the row's status and hash, and whether notices are due (so a caller with
+    // none pays nothing more for them).
+    const replies = await redis
+      .pipeline()
+      .hmget(keys.row(parsed.pid), 'status', 'th')
+      .exists(keys.notices('mi', parsed.pid))
+      .exists(keys.notices('mn', parsed.pid))
+      .exec();
+    const [row, interrupts, normal] = (replies ?? []).map(([error, value]) => {
+      if (error) throw new KernelError('unavailable', `redis is unavailable: ${error.message}`);
+      return value;
+    });
+    const [status, hash] = Array.isArray(row) ? (row as (string | null)[]) : [];
     if (!status || !hash || !secretMatches(parsed.secret, hash)) {
       throw new KernelError('unauthenticated', 'the token is not valid', { reason: 'invalid_token' });
     }
     if (status === 'exited' || status === 'failed' || status === 'killed') {
       throw new KernelError('unauthenticated', `${parsed.pid} is ${status}`, { reason: 'terminal_caller' });
     }
-    return { pid: parsed.pid };
+    return { pid: parsed.pid, noticesDue: { interrupt: interrupts === 1, normal: normal === 1 } };
   }
 
   /** Notices waiting for `pid`, nothing consumed. */

@@ -27,6 +27,10 @@ export class Keys {
   mailChannel(pid: string): string {
     return `${this.treeOf(pid)}m:${pid}`;
   }
+  /** The ids of messages whose notice is still due: `mi` interrupts, `mn` normal ones. */
+  notices(kind: 'mi' | 'mn', pid: string): string {
+    return `${this.treeOf(pid)}${kind}:${pid}`;
+  }
   controlChannel(pid: string): string {
     return `${this.treeOf(pid)}ctl:${pid}`;
   }

@@ -52,7 +52,7 @@ describe('durability with AOF', () => {
     expect(
       (await k().tools.list_child_processes({ pid: parent.pid }, {})).children.map((c) => c.pid),
     ).toEqual([running.pid, queued.pid, done.pid]);
-    expect(await k().authenticate(running.token)).toEqual({ pid: running.pid });
+    expect(await k().authenticate(running.token)).toMatchObject({ pid: running.pid });
     expect(await k().pendingNotices(parent.pid)).toEqual({ interrupt: [unread.message_id], normal: [] });
     const mail = await k().tools.read_process_messages(
       { pid: parent.pid },

@@ -45,7 +45,7 @@ describe('claim', () => {
   it('stores only the token hash: the plaintext is the worker’s, dead at terminal', async () => {
     const parent = await root(env);
     const child = await runningChild(env, parent.pid);
-    expect(await k().authenticate(child.token)).toEqual({ pid: child.pid });
+    expect(await k().authenticate(child.token)).toMatchObject({ pid: child.pid });
     const secret = child.token.slice(child.token.lastIndexOf('.') + 1);
     const row = await env.redis.hgetall(k().keys.row(child.pid));
     expect(Object.values(row).some((value) => value.includes(secret))).toBe(false);

@@ -58,8 +58,10 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
       },
       async (request, reply) => {
         const caller = await callerOf(kernel, request);
+        // Notices due at authentication ride on this answer; ones that arrive during the call
+        // ride on the next one.
         const notices: Notice[] = [];
-        if (!MESSAGE_TOOLS.includes(name)) {
+        if (caller.noticesDue.interrupt && !MESSAGE_TOOLS.includes(name)) {
           const before = await kernel.takeNotices(caller.pid, 'before');
           if (before) notices.push(before);
         }
@@ -78,8 +80,10 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           if (blocking) metrics.openLongPolls.dec();
         }
         await afterTool(deps, name, result);
-        const after = await kernel.takeNotices(caller.pid, 'after');
-        if (after) notices.push(after);
+        if (caller.noticesDue.normal) {
+          const after = await kernel.takeNotices(caller.pid, 'after');
+          if (after) notices.push(after);
+        }
         return notices.length > 0 ? { ...result, notices } : result;
       },
     );
