@@ -59,7 +59,7 @@ describe('authenticate', () => {
   it('accepts a root’s token and refuses forged or swapped ones', async () => {
     const a = await root(env);
     const b = await root(env);
-    expect(await k().authenticate(a.token ?? '')).toEqual({ pid: a.pid });
+    expect(await k().authenticate(a.token ?? '')).toMatchObject({ pid: a.pid });
     const secretB = (b.token ?? '').slice((b.token ?? '').lastIndexOf('.') + 1);
     for (const token of ['', 'nonsense', `${a.pid}.${secretB}`, `${a.pid}.AAAAAAAAAAAAAAAAAAAAAAAA`]) {
       expect((await refusal(k().authenticate(token))).code).toBe('unauthenticated');
