@@ -1,0 +1,139 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
+import { TEXTS } from '@libos/contract';
+import { atExit } from './exit-cleanup.js';
+import type { LaunchSpec } from './options.js';
+import { exitStatus, signalGroup } from './process-group.js';
+
+/** How long teardown waits for a SIGKILLed child to be reaped, so no process outlives the run. */
+const REAP_WAIT_MS = 2_000;
+
+export type StderrMode = 'inherit' | 'ignore' | ((chunk: Uint8Array) => void);
+
+export type SpawnOutcome = { ok: true; child: SupervisedChild } | { ok: false; failure: string };
+
+/**
+ * One child process as the runner sees it: its stdin and stdout pipes (stdout drained unread),
+ * its exit status, the first stream failure, and the teardown of its whole process group.
+ */
+export class SupervisedChild {
+  /** Resolves with the exit status (128 + n for a death by signal n). */
+  readonly exit: Promise<number>;
+  /** Resolves at stdout EOF (or when the pipe closes). */
+  readonly stdoutEnded: Promise<void>;
+  /** Resolves on the first stream failure while streams are watched; see `streamFailure`. */
+  readonly failed: Promise<void>;
+  streamFailure: string | undefined;
+  #exited = false;
+  #watchStreams = true;
+  #onFailure: () => void = () => undefined;
+  readonly #dropExitCleanup: () => void;
+
+  private constructor(
+    private readonly proc: ChildProcess,
+    readonly pid: number,
+    private readonly stdin: Writable,
+    private readonly stdout: Readable,
+  ) {
+    this.#dropExitCleanup = atExit(() => signalGroup(pid, 'SIGKILL'));
+    this.exit = new Promise((resolve) => {
+      proc.once('exit', (code, signal) => {
+        this.#exited = true;
+        resolve(exitStatus(code, signal));
+      });
+    });
+    stdout.resume(); // drained unread, never buffered
+    this.stdoutEnded = new Promise((resolve) => {
+      stdout.once('end', resolve);
+      stdout.once('close', resolve);
+    });
+    this.failed = new Promise((resolve) => {
+      this.#onFailure = resolve;
+    });
+    const fail = (error: Error) => this.#fail(error);
+    stdin.on('error', fail); // EPIPE from a child that exits unread must never crash the runner
+    stdout.on('error', fail);
+  }
+
+  /**
+   * Spawns without a shell, stdin and stdout piped, detached so the child leads its own process
+   * group. node:child_process directly rather than execa: the runner uses none of execa's
+   * features, and execa's per-launch work cost 15–20 % of a trivial launch (bench/runner.ts).
+   */
+  static async spawn(spec: LaunchSpec, argv: string[], stderr: StderrMode): Promise<SpawnOutcome> {
+    let proc: ChildProcess;
+    try {
+      proc = spawn(spec.command, argv, {
+        cwd: spec.cwd,
+        env:
+          spec.extraEnv === undefined
+            ? (spec.env ?? process.env)
+            : { ...(spec.env ?? process.env), ...spec.extraEnv },
+        stdio: ['pipe', 'pipe', typeof stderr === 'function' ? 'pipe' : stderr],
+        detached: true,
+      });
+    } catch (error) {
+      return {
+        ok: false,
+        failure: TEXTS.spawnFailed(error instanceof Error ? error.message : String(error)),
+      };
+    }
+    // A failed spawn has no pid and reports its error asynchronously. Later 'error' events are
+    // not expected (signals go through process.kill) and must not crash the caller either.
+    const spawnError = new Promise<Error>((resolve) => proc.once('error', resolve));
+    proc.on('error', () => undefined);
+    const { pid, stdin, stdout } = proc;
+    if (pid === undefined) return { ok: false, failure: TEXTS.spawnFailed((await spawnError).message) };
+    if (stdin === null || stdout === null) {
+      signalGroup(pid, 'SIGKILL');
+      return { ok: false, failure: TEXTS.pipesUnavailable('no stdin or stdout pipe') };
+    }
+    if (typeof stderr === 'function') proc.stderr?.on('data', stderr);
+    return { ok: true, child: new SupervisedChild(proc, pid, stdin, stdout) };
+  }
+
+  get exited(): boolean {
+    return this.#exited;
+  }
+
+  /** Writes the request; resolves once it is flushed to the pipe (never on failure). */
+  write(line: string): Promise<void> {
+    return new Promise((resolve) => {
+      this.stdin.write(line, (error) => (error ? this.#fail(error) : resolve()));
+    });
+  }
+
+  /** Stream failures count only while the request is written and stdout drained. */
+  stopWatchingStreams(): void {
+    this.#watchStreams = false;
+  }
+
+  /** EOF on the child's stdin, the graceful cancel; also drops a request still unwritten. */
+  closeStdin(): void {
+    this.stdin.destroy();
+  }
+
+  signalGroup(signal: NodeJS.Signals): boolean {
+    return signalGroup(this.pid, signal);
+  }
+
+  /** Kills the whole group (grandchildren too), closes the pipes and waits for the reap. */
+  async tearDown(): Promise<void> {
+    signalGroup(this.pid, 'SIGKILL');
+    this.stdin.destroy();
+    this.stdout.destroy();
+    this.proc.stderr?.destroy();
+    if (!this.#exited) await Promise.race([this.exit, delay(REAP_WAIT_MS)]);
+    this.#dropExitCleanup();
+  }
+
+  #fail(error: Error): void {
+    if (!this.#watchStreams || this.streamFailure !== undefined) return; // the first one wins
+    this.streamFailure = TEXTS.streamFailed(error.message);
+    this.#onFailure();
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

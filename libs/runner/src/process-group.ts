@@ -1,0 +1,18 @@
+import { constants } from 'node:os';
+
+/** Sends `signal` to every process of the group led by `pgid`; false when the group is gone. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** An exit status as a number: the code, or 128 + the signal number for a signal death. */
+export function exitStatus(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  const number = signal === null ? undefined : constants.signals[signal];
+  return 128 + (number ?? 0);
+}
