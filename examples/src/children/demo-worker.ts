@@ -30,7 +30,7 @@ await serveChild(
             goal: `leaf ${i} of item ${input.item}`,
             image: input.leaf_image,
             input: { item: input.item, leaf: i },
-            resource_budget: { wall_ms: 15_000, steps: 5, children: 0 },
+            resource_budget: { wall_ms: 15_000, steps: 2, children: 0 },
           }),
         );
       }

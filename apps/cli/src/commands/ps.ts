@@ -46,6 +46,9 @@ export function processTree(processes: ProcessView[], options: { budgets?: boole
       roots.push(p);
     }
   }
+  // Pids of one tree are `<root>.<n>`: order siblings by n, not as strings (".10" after ".9").
+  const order = (p: ProcessView) => Number(p.pid.slice(p.pid.indexOf('.') + 1)) || 0;
+  for (const list of children.values()) list.sort((a, b) => order(a) - order(b));
   const lines: string[] = [];
   const walk = (p: ProcessView, prefix: string, last: boolean, top: boolean) => {
     const branch = top ? '' : last ? '└─ ' : '├─ ';
