@@ -1,2 +1,2 @@
-export { createMcpServer, serveMcpStdio } from './server.js';
-export { callTool, describeTools, type McpToolDescription } from './tools.js';
+export { createMcpServer, SERVER_INFO, type StdioOptions, serveMcpStdio } from './server.js';
+export { callTool, describeTools, type McpToolDescription, type McpToolResult } from './tools.js';

@@ -1,12 +1,15 @@
+import type { Readable, Writable } from 'node:stream';
 import { fromEnv, type ProcessClient } from '@libos/sdk';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { callTool, describeTools } from './tools.js';
 
+export const SERVER_INFO = { name: 'libos', version: '0.1.0' } as const;
+
 /** An MCP server offering the libos tools, every call made as the process `client` acts for. */
 export function createMcpServer(client: ProcessClient): Server {
-  const server = new Server({ name: 'libos', version: '0.1.0' }, { capabilities: { tools: {} } });
+  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
   const tools = describeTools();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) =>
@@ -15,12 +18,27 @@ export function createMcpServer(client: ProcessClient): Server {
   return server;
 }
 
-/** `libos mcp`: serve on stdio as the process named by LIBOS_URL, LIBOS_PID and LIBOS_TOKEN. */
-export async function serveMcpStdio(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+export interface StdioOptions {
+  stdin?: Readable;
+  stdout?: Writable;
+}
+
+/**
+ * `libos mcp`: serve on stdio as the process named by LIBOS_URL, LIBOS_PID and LIBOS_TOKEN.
+ * Resolves when the client goes away (stdin ends): calls still in flight, such as a blocking
+ * wait, are aborted then, so the server never outlives its client.
+ */
+export async function serveMcpStdio(
+  env: NodeJS.ProcessEnv = process.env,
+  options: StdioOptions = {},
+): Promise<void> {
+  const stdin = options.stdin ?? process.stdin;
   const server = createMcpServer(fromEnv(env));
-  const transport = new StdioServerTransport();
-  await server.connect(transport);
-  await new Promise<void>((resolve) => {
-    transport.onclose = () => resolve();
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = resolve;
   });
+  await server.connect(new StdioServerTransport(stdin, options.stdout ?? process.stdout));
+  // The SDK's stdio transport does not watch for the end of its input.
+  stdin.once('end', () => void server.close());
+  await closed;
 }

@@ -1,22 +1,49 @@
-import { TOOL_NAMES, TOOLS, type ToolName } from '@libos/protocol';
+import { noticeSchema, TOOL_NAMES, TOOLS, type ToolName } from '@libos/protocol';
 import { LibosError, type ProcessClient } from '@libos/sdk';
+import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+
+type JsonSchemaObject = { type: 'object'; [key: string]: unknown };
 
 export interface McpToolDescription {
   name: ToolName;
   description: string;
-  inputSchema: { type: 'object'; [key: string]: unknown };
+  inputSchema: JsonSchemaObject;
+  outputSchema: JsonSchemaObject;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean };
 }
 
-/** The libos tools as MCP describes them: input schemas generated from the protocol's zod schemas. */
+/** Tools that change nothing (a blocking wait records the caller's wait state, so it is not one). */
+const READ_ONLY: readonly ToolName[] = ['list_child_processes', 'read_object', 'get_process'];
+/** Tools that can end work for good. */
+const DESTRUCTIVE: readonly ToolName[] = ['signal_child_process', 'process_exit'];
+
+/** A successful answer carries the coordinator's notices (message ids due to the caller) beside the result. */
+const noticesShape = { notices: z.array(noticeSchema).optional() };
+
+function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): JsonSchemaObject {
+  const json = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  return { ...json, type: 'object' };
+}
+
+/**
+ * The libos tools as MCP describes them, generated from the protocol's zod schemas: the input as
+ * a caller may send it (defaults optional), the output as the coordinator answers it.
+ */
 export function describeTools(): McpToolDescription[] {
   return TOOL_NAMES.map((name) => {
-    const schema = z.toJSONSchema(TOOLS[name].args, { io: 'input', unrepresentable: 'any' }) as Record<
-      string,
-      unknown
-    >;
-    delete schema.$schema;
-    return { name, description: TOOLS[name].description, inputSchema: { ...schema, type: 'object' } };
+    const readOnly = READ_ONLY.includes(name);
+    const destructive = DESTRUCTIVE.includes(name);
+    return {
+      name,
+      description: TOOLS[name].description,
+      inputSchema: jsonSchemaOf(TOOLS[name].args, 'input'),
+      outputSchema: jsonSchemaOf(TOOLS[name].result.extend(noticesShape), 'output'),
+      ...((readOnly || destructive) && {
+        annotations: readOnly ? { readOnlyHint: true } : { readOnlyHint: false, destructiveHint: true },
+      }),
+    };
   });
 }
 
@@ -29,7 +56,8 @@ export interface McpToolResult {
 
 /**
  * One tool call, made by the process the client acts as. The coordinator authorises it and
- * validates the arguments; a refusal becomes an MCP tool error carrying the libos error.
+ * validates the arguments; a refusal becomes an MCP tool error carrying the libos error, so the
+ * agent can read it and correct itself. An unknown tool is a protocol error, as MCP specifies.
  * Blocking waits and receives are asked again across long-poll windows by the client.
  */
 export async function callTool(
@@ -39,26 +67,20 @@ export async function callTool(
   signal?: AbortSignal,
 ): Promise<McpToolResult> {
   if (!(TOOL_NAMES as string[]).includes(name)) {
-    return errorResult({ code: 'not_found', message: `no tool ${name}` });
+    throw new McpError(ErrorCode.InvalidParams, `no tool named ${name}`);
   }
-  const tool = name as ToolName;
   try {
-    const result = await client.forward(tool, args ?? {}, signal ? { signal } : {});
+    const result = await client.forward(name as ToolName, args ?? {}, signal ? { signal } : {});
     const structured: Record<string, unknown> = { ...(result as Record<string, unknown>) };
     if (client.lastNotices.length > 0) structured.notices = client.lastNotices;
     return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
   } catch (error) {
-    if (error instanceof LibosError) {
-      return errorResult({
-        code: error.code,
-        message: error.message,
-        ...(error.details ? { details: error.details } : {}),
-      });
-    }
-    throw error;
+    if (!(error instanceof LibosError)) throw error;
+    const body = {
+      code: error.code,
+      message: error.message,
+      ...(error.details ? { details: error.details } : {}),
+    };
+    return { content: [{ type: 'text', text: JSON.stringify({ error: body }) }], isError: true };
   }
-}
-
-function errorResult(error: { code: string; message: string; details?: unknown }): McpToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify({ error }) }], isError: true };
 }

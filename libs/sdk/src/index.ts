@@ -1,2 +1,2 @@
-export * from './workflow/index.js';
 export * from './client/index.js';
+export * from './workflow/index.js';

@@ -1,6 +1,12 @@
 export { brief } from './brief.js';
 export { currentSignal, isAbortError } from './cancellation.js';
 export {
+  type ClusterRunnerOptions,
+  clusterRunner,
+  NO_USAGE,
+  SCHEMA_UNSUPPORTED,
+} from './cluster-runner.js';
+export {
   allOk,
   attempt,
   collectOk,
