@@ -43,6 +43,8 @@ export interface LaunchPlan {
   deadlineMs: number;
   cancelGraceMs: number;
   maxSteps?: number;
+  /** The launch's JSON Schema, sent as the request's `schema`. */
+  schema?: Record<string, unknown>;
 }
 
 /** A launch, or the ending of an attempt whose budget left nothing to launch with. */
@@ -83,6 +85,7 @@ export function planLaunch(claimed: ClaimedLaunch): Plan {
       deadlineMs: wall === undefined ? imageDeadline : Math.min(imageDeadline, wall),
       cancelGraceMs: spec.cancel_grace_ms ?? DEFAULT_CANCEL_GRACE_MS,
       ...(steps === undefined ? {} : { maxSteps: steps }),
+      ...(claimed.schema === null ? {} : { schema: claimed.schema }),
     },
   };
 }

@@ -88,6 +88,7 @@ function claimed(
     attempt_id: 'pabc.1:2',
     fence: 'f',
     goal: 'g',
+    schema: null,
     input: { x: 1 },
     image: 'echo',
     image_spec: {

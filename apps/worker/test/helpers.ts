@@ -6,12 +6,12 @@ import { Kernel } from '@libos/kernel';
 import {
   type BudgetRequest,
   type ImageSpecInput,
-  type JsonValue,
   type LaunchJob,
   launchJobId,
   launchQueueName,
   type ProcessView,
   QUEUE_PREFIX,
+  type ToolArgs,
 } from '@libos/protocol';
 import { startRedis, type TestRedis } from '@libos/testkit';
 import { Queue } from 'bullmq';
@@ -137,12 +137,7 @@ export async function spawn(
   h: Harness,
   parent: string,
   imageName: string,
-  extra: {
-    input?: JsonValue;
-    resource_budget?: BudgetRequest;
-    working_directory?: string;
-    goal?: string;
-  } = {},
+  extra: Partial<ToolArgs<'spawn_child_process'>> = {},
 ): Promise<string> {
   const spawned = await h.kernel.tools.spawn_child_process(
     { pid: parent },

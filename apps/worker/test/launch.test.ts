@@ -39,6 +39,7 @@ describe('a launch', () => {
     const parent = await root(h, { steps: 50, wall_ms: 60_000 });
     const child = await spawn(h, parent, echo, {
       input: { q: 'hello' },
+      schema: { type: 'object', required: ['q'] },
       resource_budget: { steps: 5, wall_ms: 30_000 },
     });
     const waited = await waitChild(h, parent, child);
@@ -55,6 +56,7 @@ describe('a launch', () => {
         kind: 'echo-kind',
         input: { q: 'hello', goal: 'test child', pid: child, parent_pid: parent, input: { q: 'hello' } },
         limits: { max_steps: 5 },
+        schema: { type: 'object', required: ['q'] },
       },
     });
     const done = await view(h, child);

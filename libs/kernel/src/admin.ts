@@ -99,6 +99,7 @@ export class AdminOps {
           pid,
           goal: args.goal,
           ...(args.input === undefined ? {} : { input: this.core.json(args.input, 'input') }),
+          ...(args.schema === undefined ? {} : { schema: this.core.json(args.schema, 'schema') }),
           image: args.image ?? '',
           ispec: spec ? JSON.stringify(spec) : '',
           idef: defaults,

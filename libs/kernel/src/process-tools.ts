@@ -74,6 +74,7 @@ export class ProcessTools {
       include_parent_roots: args.include_parent_roots ?? true,
     };
     if (args.input !== undefined) script.input = this.core.json(args.input, 'input');
+    if (args.schema !== undefined) script.schema = this.core.json(args.schema, 'schema');
     if (args.working_directory !== undefined) script.cwd = args.working_directory;
     if (args.clearance !== undefined) script.clearance = args.clearance;
     if (args.root_oids !== undefined) script.root_oids = args.root_oids;

@@ -187,6 +187,14 @@ export function viewOf(row: ProcessRow): ProcessView {
   };
 }
 
+const storedSchemaSchema = z.record(z.string(), jsonValueSchema);
+
+/** The JSON Schema a launched process's report must satisfy, when its launch gave one. */
+export function parseSchema(row: ProcessRow) {
+  const schema = field(row, 'schema');
+  return schema ? storedSchemaSchema.parse(parseJson(schema)) : null;
+}
+
 export function parseInput(row: ProcessRow) {
   const input = field(row, 'input');
   return input ? jsonValueSchema.parse(parseJson(input)) : null;

@@ -10,7 +10,7 @@ describe('claim', () => {
     const parent = await root(env, { cwd: '/work' });
     const spawned = await k().tools.spawn_child_process(
       { pid: parent.pid },
-      { goal: 'do it', input: { x: 1 }, inherited_paths: ['a.txt'] },
+      { goal: 'do it', input: { x: 1 }, inherited_paths: ['a.txt'], schema: { type: 'object' } },
     );
     const minted = mintToken(spawned.pid);
     const claimed = await k().worker.claim(spawned.pid, 1, {
@@ -25,6 +25,7 @@ describe('claim', () => {
       attempt_id: `${spawned.pid}:1`,
       goal: 'do it',
       input: { x: 1 },
+      schema: { type: 'object' },
       image: 'echo',
       cwd: '/work',
       inherited_paths: [{ path: '/work/a.txt', kind: 'file', access: 'read' }],
@@ -40,6 +41,14 @@ describe('claim', () => {
     );
     expect(wrong.reason).toBe('superseded');
     expect((await k().admin.getProcess(spawned.pid)).status).toBe('running');
+  });
+
+  it('claims a launch given no schema with schema null', async () => {
+    const parent = await root(env);
+    const spawned = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'plain' });
+    const { tokenHash } = mintToken(spawned.pid);
+    const claimed = await k().worker.claim(spawned.pid, 1, { workerId: 'w1', tokenHash, leaseMs: 5000 });
+    expect(claimed.schema).toBeNull();
   });
 
   it('stores only the token hash: the plaintext is the worker’s, dead at terminal', async () => {

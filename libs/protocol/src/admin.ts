@@ -53,6 +53,8 @@ export const createRootArgsSchema = z.strictObject({
   launch: z.boolean().default(false),
   cwd: z.string().min(1).max(4096).optional(),
   input: jsonValueSchema.optional(),
+  /** A JSON Schema the launched root's report must satisfy (the contract request's `schema`). */
+  schema: z.record(z.string(), jsonValueSchema).optional(),
 });
 export type CreateRootArgs = z.infer<typeof createRootArgsSchema>;
 export type CreateRootInput = z.input<typeof createRootArgsSchema>;

@@ -42,6 +42,8 @@ const launchShape = {
   image: imageNameSchema.optional(),
   working_directory: z.string().min(1).max(4096).optional(),
   input: jsonValueSchema.optional(),
+  /** A JSON Schema the child's report must satisfy; it rides the contract request's `schema`. */
+  schema: z.record(z.string(), jsonValueSchema).optional(),
   inherited_paths: z.array(inheritedPathArgSchema).max(256).optional(),
   inherit_capabilities: z.array(capabilitySchema).max(256).optional(),
   resource_budget: budgetRequestSchema.optional(),

@@ -40,6 +40,8 @@ export const claimedLaunchSchema = z.object({
   fence: z.string(),
   goal: z.string(),
   input: jsonValueSchema.nullable(),
+  /** The JSON Schema given at launch, for the contract request; null when none. */
+  schema: z.record(z.string(), jsonValueSchema).nullable(),
   image: z.string(),
   image_spec: imageSpecSchema,
   cwd: z.string(),

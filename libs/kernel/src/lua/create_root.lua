@@ -13,6 +13,7 @@ local f = {
   caps = jlist(A.caps), clr = jlist(A.clearance), roots = jlist({ goal_oid }), mode = 'root', th = A.th,
 }
 if given(A.input) then f.input = A.input end
+if given(A.schema) then f.schema = A.schema end
 if A.launch then
   f.status = 'runnable'; f.attempt = 1; f.run = 'queued'; f.driver = 'worker'
 else

@@ -174,6 +174,7 @@ local f = {
   mode = A.mode, n = n,
 }
 if given(A.input) then f.input = A.input end
+if given(A.schema) then f.schema = A.schema end
 local reserve = {}
 for _, d in ipairs(DIMS) do
   f['bl:' .. d] = limits[d]; f['br:' .. d] = 0; f['bu:' .. d] = 0

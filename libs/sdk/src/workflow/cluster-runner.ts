@@ -23,7 +23,6 @@ export const NO_USAGE = 'the process outcome carries no usage';
  * The child's request has no field a spawn could fill with a schema (see the README): a call that
  * asks for one is refused rather than run unconstrained.
  */
-export const SCHEMA_UNSUPPORTED = 'a schema cannot reach a cluster child: spawn has no schema argument';
 
 const GOAL_MAX = 65_536;
 
@@ -39,9 +38,6 @@ export function clusterRunner(options: ClusterRunnerOptions): Runner {
   return {
     async run(call, signal) {
       signal?.throwIfAborted();
-      if (call.schema !== undefined) {
-        return AgentOutcome.didNotFinish(AgentFailure.Failed(SCHEMA_UNSUPPORTED));
-      }
       let child: ToolResult<'spawn_child_process'>;
       try {
         // No signal here: a spawn that reached the coordinator must be known, so it can be cancelled.
@@ -80,10 +76,15 @@ function spawnArgs(call: AgentCall, options: ClusterRunnerOptions): ToolArgs<'sp
     ...options.budget?.(call),
     ...(call.maxSteps !== undefined && { steps: call.maxSteps }),
   };
+  // A call's schema rides to the child's request (the contract's schemas are JSON objects).
+  const { schema } = call;
+  const objectSchema =
+    typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? schema : undefined;
   return {
     goal: goalOf(call),
     image: options.image?.(call.kind) ?? call.kind,
     input: call.input,
+    ...(objectSchema !== undefined && { schema: objectSchema }),
     ...(Object.keys(budget).length > 0 && { resource_budget: budget }),
     ...(options.capabilities !== undefined && { inherit_capabilities: [...options.capabilities] }),
   };

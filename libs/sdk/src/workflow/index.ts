@@ -4,7 +4,6 @@ export {
   type ClusterRunnerOptions,
   clusterRunner,
   NO_USAGE,
-  SCHEMA_UNSUPPORTED,
 } from './cluster-runner.js';
 export {
   allOk,
