@@ -115,6 +115,22 @@ function claimed(
 }
 
 describe('planLaunch', () => {
+  it('sends the launch’s schema, and keeps goal/pid/parent_pid over spawn fields of those names', () => {
+    const plan = planLaunch({
+      ...claimed({}),
+      input: { goal: 'spoofed', query: 'q' },
+      schema: { type: 'object' },
+    });
+    expect(plan.kind === 'launch' && plan.launch.schema).toEqual({ type: 'object' });
+    expect(plan.kind === 'launch' && plan.launch.input).toEqual({
+      query: 'q',
+      goal: 'g',
+      pid: 'pabc.1',
+      parent_pid: 'pabc',
+      input: { goal: 'spoofed', query: 'q' },
+    });
+  });
+
   it('builds the request from the claim, with the image defaults', () => {
     expect(planLaunch(claimed({}))).toEqual({
       kind: 'launch',
@@ -124,7 +140,7 @@ describe('planLaunch', () => {
         cwd: '/work',
         id: 'pabc.1:2',
         kind: 'echo',
-        input: { goal: 'g', pid: 'pabc.1', parent_pid: 'pabc', input: { x: 1 } },
+        input: { x: 1, goal: 'g', pid: 'pabc.1', parent_pid: 'pabc', input: { x: 1 } },
         deadlineMs: 600_000,
         cancelGraceMs: 5_000,
       },

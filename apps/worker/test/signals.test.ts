@@ -200,7 +200,7 @@ describe('the child’s environment and token', () => {
     expect(text).not.toContain(ADMIN_SECRET);
     const token = env.get('LIBOS_TOKEN') ?? '';
     expect(token.startsWith(`${child}.`)).toBe(true);
-    expect(await h.kernel.authenticate(token)).toEqual({ pid: child });
+    expect(await h.kernel.authenticate(token)).toMatchObject({ pid: child });
     expect((await view(h, child)).status).toBe('running');
     await writeFile(`${dir}go`, '');
     expect((await waitChild(h, parent, child)).status).toBe('exited');
