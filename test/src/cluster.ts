@@ -1,19 +1,40 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { AdminClient, ProcessClient } from '@libos/sdk';
 import { freePort, startRedis, type TestRedis } from '@libos/testkit';
+import { Redis } from 'ioredis';
+import { describeProcess, isSourceTooling, killAll, processesMarked } from './os-processes.js';
+import { eventually, sleep } from './poll.js';
 
 const repo = (relative: string) => fileURLToPath(new URL(`../../${relative}`, import.meta.url));
 export const CLI_SOURCE = repo('apps/cli/src/main.ts');
 export const ADMIN_TOKEN = 'e2e-admin-token-0123456789abcdef';
+/** Set on the cluster's coordinator and workers; workers pass it on to every child they launch. */
+export const CLUSTER_MARKER = 'E2E_CLUSTER';
+/** Set on each worker (`e2e-<index>`) and so seen by its children: which worker ran me. */
+export const WORKER_NAME_VAR = 'E2E_WORKER';
 
-/** `libos <args>` from source as its own OS process. */
+/**
+ * How the parts run: from source through tsx (the default: no build needed), or built with plain
+ * node when E2E_FROM_DIST=1 (what a deployment runs; benchmarks use it).
+ */
+function cliEntry(): string[] {
+  if (process.env.E2E_FROM_DIST === '1') return [repo('apps/cli/dist/main.js')];
+  return ['--import', 'tsx', '--conditions=@libos/source', CLI_SOURCE];
+}
+
+/** `libos <args>` as its own OS process. */
 function spawnCli(args: string[], env: Record<string, string>, name: string): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--conditions=@libos/source', CLI_SOURCE, ...args], {
-    cwd: repo('.'),
-    env: { ...process.env, LIBOS_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(process.env.E2E_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...cliEntry(), ...args],
+    {
+      cwd: repo('.'),
+      env: { ...process.env, LIBOS_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn', ...env },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   child.once('error', (error) => process.stderr.write(`${name}: ${error.message}\n`));
   return child;
 }
@@ -23,7 +44,11 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM', graceMs = 15_000): Promise<void> {
+async function stop(
+  child: ChildProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+  graceMs = 15_000,
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
   child.kill(signal);
@@ -36,6 +61,7 @@ export interface ClusterOptions {
   concurrency?: number;
   /** Extra env for the coordinator (e.g. LIBOS_LONG_POLL_MS). */
   coordinatorEnv?: Record<string, string>;
+  /** Extra env for every worker (e.g. LIBOS_LEASE_MS, LIBOS_POOLS). */
   workerEnv?: Record<string, string>;
 }
 
@@ -44,6 +70,9 @@ export class Cluster {
   readonly workers: (ChildProcess | undefined)[] = [];
   coordinator: ChildProcess | undefined;
   readonly admin: AdminClient;
+  /** This cluster's value of `E2E_CLUSTER`, which every process it starts inherits. */
+  readonly marker = randomBytes(6).toString('hex');
+  private readonly probe: Redis;
 
   private constructor(
     readonly redis: TestRedis,
@@ -52,23 +81,34 @@ export class Cluster {
     private readonly options: ClusterOptions,
   ) {
     this.admin = new AdminClient({ url, adminToken: ADMIN_TOKEN });
+    this.probe = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    this.probe.on('error', () => {}); // Redis crashes on purpose in fault tests; calls still reject
   }
 
+  /**
+   * Starts Redis, the coordinator (healthy) and the workers (each listening on its queues), each
+   * given 25 s, so a slow start fails inside the suite's 60 s hook timeout and is cleaned up.
+   */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
     const redis = await startRedis({ own: true, aof: true });
     const port = await freePort();
     const cluster = new Cluster(redis, `http://127.0.0.1:${port}`, port, options);
-    await cluster.startCoordinator();
-    for (let i = 0; i < (options.workers ?? 2); i++) await cluster.startWorker(i);
+    try {
+      await cluster.startCoordinator();
+      await Promise.all(Array.from({ length: options.workers ?? 2 }, (_, i) => cluster.startWorker(i)));
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
     return cluster;
   }
 
   private get baseEnv(): Record<string, string> {
-    return { LIBOS_REDIS_URL: this.redis.url, LIBOS_URL: this.url };
+    return { LIBOS_REDIS_URL: this.redis.url, LIBOS_URL: this.url, [CLUSTER_MARKER]: this.marker };
   }
 
   async startCoordinator(): Promise<void> {
-    this.coordinator = spawnCli(
+    const coordinator = spawnCli(
       ['coordinator'],
       {
         ...this.baseEnv,
@@ -79,27 +119,64 @@ export class Cluster {
       },
       'coordinator',
     );
-    const until = Date.now() + 30_000;
-    for (;;) {
-      if (this.coordinator.exitCode !== null) throw new Error(`coordinator exited ${this.coordinator.exitCode}`);
-      try {
-        if ((await fetch(`${this.url}/healthz`)).ok) return;
-      } catch {}
-      if (Date.now() > until) throw new Error('coordinator did not become healthy');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    this.coordinator = coordinator;
+    await eventually(
+      async () => {
+        if (coordinator.exitCode !== null) throw new Error(`coordinator exited ${coordinator.exitCode}`);
+        return (await fetch(`${this.url}/healthz`)).ok ? true : undefined;
+      },
+      { withinMs: 25_000, everyMs: 100, what: 'the coordinator to be healthy' },
+    );
   }
 
   async stopCoordinator(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     if (this.coordinator) await stop(this.coordinator, signal);
   }
 
+  /** Stops the coordinator with `signal` (SIGKILL: a crash) and starts it again on the same port. */
+  async restartCoordinator(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    await this.stopCoordinator(signal);
+    await this.startCoordinator();
+  }
+
+  workerName(index: number): string {
+    return `e2e-${index}`;
+  }
+
+  /** Starts worker `index` and resolves once its BullMQ consumers are connected to Redis. */
   async startWorker(index: number, env: Record<string, string> = {}): Promise<ChildProcess> {
-    const args = ['worker', '--id', `e2e-${index}`];
+    const name = this.workerName(index);
+    const args = ['worker', '--id', name];
     if (this.options.concurrency) args.push('--concurrency', String(this.options.concurrency));
-    const worker = spawnCli(args, { ...this.baseEnv, LIBOS_LEASE_MS: '3000', ...this.options.workerEnv, ...env }, `worker ${index}`);
+    const worker = spawnCli(
+      args,
+      {
+        ...this.baseEnv,
+        LIBOS_LEASE_MS: '3000',
+        // A stop cancels children still running after 2 s rather than 30 (only a failed test leaves any).
+        LIBOS_SHUTDOWN_GRACE_MS: '2000',
+        [WORKER_NAME_VAR]: name,
+        ...this.options.workerEnv,
+        ...env,
+      },
+      `worker ${index}`,
+    );
     this.workers[index] = worker;
+    await eventually(
+      async () => {
+        if (worker.exitCode !== null) throw new Error(`worker ${index} exited ${worker.exitCode}`);
+        return (await this.workerConnected(name)) ? true : undefined;
+      },
+      { withinMs: 25_000, everyMs: 100, what: `worker ${index} to take launches` },
+    );
     return worker;
+  }
+
+  /** BullMQ names a worker's queue connection `…:w:<worker name>`: listed means consuming. */
+  private async workerConnected(name: string): Promise<boolean> {
+    if (this.probe.status === 'wait') await this.probe.connect();
+    const clients = String(await this.probe.call('CLIENT', 'LIST'));
+    return clients.split('\n').some((line) => / name=\S*:w:(\S+)/.exec(line)?.[1] === name);
   }
 
   async stopWorker(index: number, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -107,15 +184,51 @@ export class Cluster {
     if (worker) await stop(worker, signal);
   }
 
+  /** SIGKILL: the worker dies mid-run, its children are orphaned (as on a real host). */
+  killWorker(index: number): Promise<void> {
+    return this.stopWorker(index, 'SIGKILL');
+  }
+
   /** A caller-driven root and a client acting as it. */
   async root(goal = 'e2e root', extra: Parameters<AdminClient['createProcess']>[0] = { goal }) {
     const created = await this.admin.createProcess({ ...extra, goal });
-    return { pid: created.pid, token: created.token!, client: new ProcessClient({ url: this.url, token: created.token! }) };
+    return {
+      pid: created.pid,
+      token: created.token!,
+      client: new ProcessClient({ url: this.url, token: created.token! }),
+    };
   }
 
-  async stop(): Promise<void> {
+  /**
+   * OS processes this cluster started (children, grandchildren) other than its coordinator and
+   * workers, described as `<pid> <state> <command line>`.
+   */
+  strays(): string[] {
+    const own = new Set([this.coordinator, ...this.workers].map((p) => p?.pid));
+    return processesMarked(CLUSTER_MARKER, this.marker)
+      .filter((pid) => !own.has(pid) && !isSourceTooling(pid))
+      .map(describeProcess);
+  }
+
+  /** The strays still there after up to `withinMs` (a killed process takes a moment to go). */
+  async straysAfter(withinMs = 2_000): Promise<string[]> {
+    const until = Date.now() + withinMs;
+    for (;;) {
+      const strays = this.strays();
+      if (strays.length === 0 || Date.now() > until) return strays;
+      await sleep(50);
+    }
+  }
+
+  /** Stops everything; processes left behind (e.g. children of a killed worker) are killed and returned. */
+  async stop(): Promise<string[]> {
     await Promise.all(this.workers.map((w) => (w ? stop(w) : undefined)));
     if (this.coordinator) await stop(this.coordinator);
+    const left = processesMarked(CLUSTER_MARKER, this.marker);
+    const strays = left.filter((pid) => !isSourceTooling(pid)).map(describeProcess);
+    killAll(left);
+    this.probe.disconnect();
     await this.redis.stop();
+    return strays;
   }
 }
