@@ -16,6 +16,8 @@ export function coordinatorLogger(level: string): Logger {
   return pino({
     level,
     name: 'coordinator',
+    // No OS pid in the base: a line's `pid` is the libos process it is about.
+    base: null,
     // Tokens never reach a log line, whatever a route logs.
     redact: {
       paths: ['req.headers.authorization', 'token', '*.token', 'headers.authorization'],

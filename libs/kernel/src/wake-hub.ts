@@ -22,7 +22,9 @@ export class WakeHub {
   private closed = false;
 
   constructor(redis: Redis) {
-    this.sub = redis.duplicate();
+    // No ready check: a subscription made before the connection is ready would make ioredis refuse
+    // its own INFO ("Connection in subscriber mode").
+    this.sub = redis.duplicate({ enableReadyCheck: false });
     this.sub.on('smessage', (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;

@@ -1,4 +1,4 @@
-import type { Kernel } from '@libos/kernel';
+import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
 import {
   errorEnvelopeSchema,
   MESSAGE_TOOLS,
@@ -8,7 +8,7 @@ import {
   TOOLS,
   type ToolName,
 } from '@libos/protocol';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
@@ -29,10 +29,11 @@ export interface ToolRouteDeps {
   shutdown: AbortSignal;
 }
 
-async function callerOf(kernel: Kernel, request: FastifyRequest) {
-  const token = presentedToken(request);
-  if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
-  return kernel.authenticate(token);
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The process a tool call acts as, proven by its token before the body is looked at. */
+    caller?: AuthenticatedCaller;
+  }
 }
 
 /**
@@ -42,6 +43,13 @@ async function callerOf(kernel: Kernel, request: FastifyRequest) {
 export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Promise<void> {
   const { kernel, metrics } = deps;
   const typed = app.withTypeProvider<ZodTypeProvider>();
+  // Authentication comes first: a request without a valid token is 401 whatever its body.
+  typed.addHook('onRequest', async (request) => {
+    const token = presentedToken(request);
+    if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
+    request.caller = await kernel.authenticate(token);
+    request.log = request.log.child({ pid: request.caller.pid });
+  });
   for (const name of TOOL_NAMES) {
     const tool = TOOLS[name];
     const response = (tool.result as z.ZodObject).extend({ notices: z.array(noticeSchema).optional() });
@@ -52,12 +60,13 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           description: tool.description,
           tags: ['tools'],
           security: [{ bearer: [] }],
-          body: tool.args.optional(),
+          // An absent body is `{}`: tools whose arguments are all optional need none.
+          body: z.preprocess((body) => body ?? {}, tool.args),
           response: { 200: response, ...errorResponses },
         },
       },
       async (request, reply) => {
-        const caller = await callerOf(kernel, request);
+        const caller = request.caller!;
         // Notices due at authentication ride on this answer; ones that arrive during the call
         // ride on the next one.
         const notices: Notice[] = [];
