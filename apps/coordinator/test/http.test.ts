@@ -196,3 +196,31 @@ describe('notices', () => {
     ]);
   });
 });
+
+describe('long-polls', () => {
+  test('a blocking receive with nothing to receive holds the request for the whole window', async () => {
+    const root = await h.admin.createProcess({ goal: 'patient' });
+    const started = Date.now();
+    const res = await raw(h.coordinator.url, '/v1/tools/receive_process_messages', {
+      method: 'POST',
+      token: root.token!,
+      body: JSON.stringify({ channel: 'never' }),
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ready: false, messages: [] });
+    // The harness's window is 2 s; an early answer would make every SDK wait a busy loop.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+  });
+
+  test('a message arriving during the window answers the blocked receive at once', async () => {
+    const root = await h.admin.createProcess({ goal: 'listener' });
+    const me = h.as(root.token!);
+    const receiving = me.receive({ channel: 'now' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const sent = await me.send({ to: 'self', channel: 'now', body: 'hello' });
+    const started = Date.now();
+    const got = await receiving;
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(got.messages.map((m) => m.message_id)).toEqual([sent.message_id]);
+  });
+});

@@ -24,5 +24,7 @@ export function errorFromResponse(status: number, body: unknown): LibosError {
     const { code, message, details } = parsed.data.error;
     return new LibosError(code, message, status, details);
   }
-  return new LibosError('internal', `the coordinator answered ${status} without an error envelope`, status);
+  // A proxy, or a coordinator shutting down, answers 502/503/504 in its own words: ask again.
+  const code = status === 502 || status === 503 || status === 504 ? 'unavailable' : 'internal';
+  return new LibosError(code, `the coordinator answered ${status} without an error envelope`, status);
 }
