@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { shChildLaunch } from '@libos/examples';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   completed,
   eventually,
@@ -166,6 +166,8 @@ describe('the child’s environment and token', () => {
     const logger = pino({ level: 'debug', base: null }, { write: (line: string) => void lines.push(line) });
     await h.startWorker({ LIBOS_POOLS: 'logged' }, logger);
     const dir = files.file('env-');
+    // However the test ends, let the child finish: a child left waiting would outlive the run.
+    onTestFinished(() => writeFile(`${dir}go`, '').catch(() => undefined));
     const holder = await image(h, {
       ...sh(
         `read -r request; ${REQUEST_ID}; env > "$2env.tmp"; mv "$2env.tmp" "$2env"; while [ ! -e "$2go" ]; do sleep 0.02; done; ${completed('"done"')}`,
