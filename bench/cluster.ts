@@ -23,6 +23,7 @@ const { values } = parseArgs({
     children: { type: 'string', default: '400' },
     concurrency: { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
+    fsync: { type: 'string', default: 'everysec' },
   },
 });
 const LATENCY_SAMPLES = Number(values.latency);
@@ -31,6 +32,8 @@ const PER_WORKER = Number(values.concurrency);
 const WORKERS = 2;
 const TOTAL_CONCURRENCY = WORKERS * PER_WORKER;
 const ROUNDS = Number(values.rounds);
+// deploy/redis.conf's policy by default; `--fsync always` measures the stricter one.
+const FSYNC = values.fsync === 'always' ? 'always' : 'everysec';
 const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
 const CHILD_KINDS = {
   sh: { command: 'sh', args: [STAMP, '{result_file}'] },
@@ -168,7 +171,7 @@ try {
     bench: 'cluster',
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version },
-    setup: `redis-server (AOF always), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
+    setup: `redis-server (AOF, appendfsync ${FSYNC}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
     latency,
     throughput: { children_per_round: CHILDREN, total_concurrency: TOTAL_CONCURRENCY, rounds, ratio },
     targets: { exit_to_wake_p99_ms: 10, throughput_ratio: 0.8 },

@@ -57,6 +57,8 @@ async function stop(
 }
 
 export interface ClusterOptions {
+  /** Redis's AOF fsync policy: `always` (tests: a crash loses nothing acknowledged) or `everysec` (deploy/redis.conf). */
+  fsync?: 'always' | 'everysec';
   workers?: number;
   concurrency?: number;
   /** Extra env for the coordinator (e.g. LIBOS_LONG_POLL_MS). */
@@ -90,7 +92,7 @@ export class Cluster {
    * given 25 s, so a slow start fails inside the suite's 60 s hook timeout and is cleaned up.
    */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
-    const redis = await startRedis({ own: true, aof: true });
+    const redis = await startRedis({ own: true, aof: true, fsync: options.fsync ?? 'always' });
     const port = await freePort();
     const cluster = new Cluster(redis, `http://127.0.0.1:${port}`, port, options);
     try {

@@ -24,6 +24,8 @@ export interface StartRedisOptions {
   own?: boolean;
   /** appendonly yes + appendfsync always: every acknowledged write survives a crash. */
   aof?: boolean;
+  /** With `aof`: fsync every write (`always`, the default: nothing acknowledged is lost in a crash) or once a second. */
+  fsync?: 'always' | 'everysec';
 }
 
 const HOW_TO_GET_ONE =
@@ -59,7 +61,7 @@ async function waitForPing(url: string, deadlineMs: number): Promise<void> {
   }
 }
 
-function launchRedisServer(port: number, dir: string, aof: boolean): ChildProcess {
+function launchRedisServer(port: number, dir: string, aof: false | 'always' | 'everysec'): ChildProcess {
   const args = [
     '--port',
     String(port),
@@ -72,7 +74,7 @@ function launchRedisServer(port: number, dir: string, aof: boolean): ChildProces
     '--daemonize',
     'no',
   ];
-  args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']));
+  args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', aof] : ['--appendonly', 'no']));
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   return child;
 }
@@ -82,7 +84,7 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function startLocalServer(aof: boolean): Promise<TestRedis | undefined> {
+async function startLocalServer(aof: false | 'always' | 'everysec'): Promise<TestRedis | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'libos-redis-'));
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
@@ -141,7 +143,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     await waitForPing(envUrl, 5_000);
     return { url: envUrl, source: 'env', stop: async () => {} };
   }
-  const local = await startLocalServer(options.aof ?? false);
+  const local = await startLocalServer(options.aof ? (options.fsync ?? 'always') : false);
   if (local) return local;
   if (!options.own) {
     const container = await startContainer();
