@@ -170,7 +170,9 @@ export function registerDemoCommand(program: Command): void {
             processTree(tree, { budgets: true }),
             '',
             `${paint(ok === count ? 'green' : 'red', `${ok}/${count} children exited`)}; results read, then merged.`,
-            `dashboard: ${url}/admin/queues (user admin, password: the admin token in ${stateDir(global.dir)}/admin-token)`,
+            `dashboard: ${url}/admin/queues (user admin, password: the admin token in ${stateDir(global.dir)}/admin-token)${
+              embedded && !opts.keep ? '; this cluster stops now: `libos demo --keep` leaves it up' : ''
+            }`,
           ].join('\n'),
         );
         if (ok !== count) process.exitCode = 1;
