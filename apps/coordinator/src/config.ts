@@ -8,8 +8,6 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_PORT: z.coerce.number().int().min(0).max(65_535).default(7070),
   LIBOS_HOST: z.string().default('127.0.0.1'),
   LIBOS_ADMIN_TOKEN: z.string().min(16, 'LIBOS_ADMIN_TOKEN must be at least 16 characters'),
-  /** The URL launched children use to reach a coordinator (default: this one's own address). */
-  LIBOS_URL: z.url().optional(),
   /** How long a blocking wait or receive holds one HTTP request before answering `ready: false`. */
   LIBOS_LONG_POLL_MS: int(25_000),
   /** How often the reaper looks for expired leases and launches that never reached the queue. */

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { AdminAuth } from './auth.js';
 import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
-import { sendError } from './http-errors.js';
+import { HttpRefusal, sendError } from './http-errors.js';
 import { Launcher } from './launcher.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
@@ -41,12 +41,16 @@ export async function buildServer(
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,
     bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
-    return503OnClosing: true,
+    // Refused below with the error envelope, as every other answer.
+    return503OnClosing: false,
   });
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
+  app.addHook('onRequest', async () => {
+    if (shutdown.signal.aborted) throw new HttpRefusal('unavailable', 'the coordinator is shutting down');
+  });
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorEnvelope('not_found', `no route ${request.method} ${request.url}`)),
   );

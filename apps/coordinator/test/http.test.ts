@@ -197,6 +197,19 @@ describe('notices', () => {
   });
 });
 
+describe('notices on refusals', () => {
+  test('an interrupt due when a call is refused rides on the next successful call', async () => {
+    const root = await h.admin.createProcess({ goal: 'refused then told' });
+    const me = h.as(root.token!);
+    const interrupt = await me.send({ to: 'self', kind: 'interrupt', body: 'new instructions' });
+    await expect(me.getProcess({ pid: 'pnosuchproc1' })).rejects.toMatchObject({ code: 'not_found' });
+    await me.getProcess();
+    expect(me.lastNotices).toEqual([
+      expect.objectContaining({ kind: 'interrupt', message_ids: [interrupt.message_id] }),
+    ]);
+  });
+});
+
 describe('long-polls', () => {
   test('a blocking receive with nothing to receive holds the request for the whole window', async () => {
     const root = await h.admin.createProcess({ goal: 'patient' });

@@ -70,9 +70,9 @@ export async function callTool(
     throw new McpError(ErrorCode.InvalidParams, `no tool named ${name}`);
   }
   try {
-    const result = await client.forward(name as ToolName, args ?? {}, signal ? { signal } : {});
-    const structured: Record<string, unknown> = { ...(result as Record<string, unknown>) };
-    if (client.lastNotices.length > 0) structured.notices = client.lastNotices;
+    const { data, notices } = await client.forward(name as ToolName, args ?? {}, signal ? { signal } : {});
+    const structured: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+    if (notices.length > 0) structured.notices = notices;
     return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured };
   } catch (error) {
     if (!(error instanceof LibosError)) throw error;

@@ -26,22 +26,26 @@ export interface EmbeddedCluster {
   exited: Promise<string>;
 }
 
-const cliMain = fileURLToPath(new URL('../main.js', import.meta.url).href.replace(/\.ts$/, '.js'));
+const cliMain = fileURLToPath(new URL('../main.js', import.meta.url));
 
 /** Runs `libos <command>` as a child process, with this process's loader flags (tsx in development). */
 function spawnPart(args: string[], env: NodeJS.ProcessEnv, stdio: 'inherit' | 'ignore'): ChildProcess {
   const entry = import.meta.url.endsWith('.ts') ? cliMain.replace(/\.js$/, '.ts') : cliMain;
+  // Its own process group: a terminal's Ctrl-C reaches only the CLI, which stops the parts in
+  // order (workers, then the coordinator, then Redis).
   return spawn(process.execPath, [...process.execArgv, entry, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', stdio, stdio],
+    detached: true,
   });
 }
 
 async function waitHealthy(url: string, part: ChildProcess, withinMs: number): Promise<void> {
   const until = Date.now() + withinMs;
   while (Date.now() < until) {
-    if (part.exitCode !== null)
-      throw new Error(`the coordinator exited with ${part.exitCode} while starting`);
+    if (part.exitCode !== null || part.signalCode !== null) {
+      throw new Error(`the coordinator exited (${part.signalCode ?? part.exitCode}) while starting`);
+    }
     try {
       const response = await fetch(`${url}/healthz`);
       if (response.ok) return;
@@ -70,12 +74,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   const redis = options.redisUrl ? undefined : await startPrivateRedis(options.dir);
   const redisUrl = options.redisUrl ?? redis!.url;
   const url = `http://127.0.0.1:${options.port}`;
-  const env = {
-    LIBOS_REDIS_URL: redisUrl,
-    LIBOS_ADMIN_TOKEN: token,
-    LIBOS_PORT: String(options.port),
-    LIBOS_URL: url,
-  };
+  const env = { LIBOS_REDIS_URL: redisUrl, LIBOS_URL: url };
+  // Only the coordinator needs the admin token; a worker never holds it.
+  const coordinatorEnv = { ...env, LIBOS_ADMIN_TOKEN: token, LIBOS_PORT: String(options.port) };
   const parts: ChildProcess[] = [];
   const stopAll = async () => {
     const [coordinator, ...workers] = parts;
@@ -84,7 +85,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
     await redis?.stop();
   };
   try {
-    const coordinator = spawnPart(['coordinator'], env, stdio);
+    const coordinator = spawnPart(['coordinator'], coordinatorEnv, stdio);
     parts.push(coordinator);
     await waitHealthy(url, coordinator, 20_000);
     for (let i = 0; i < options.workers; i++) {

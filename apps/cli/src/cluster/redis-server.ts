@@ -32,7 +32,8 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis> {
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--save', ''];
   args.push('--appendonly', 'yes', '--appendfsync', 'always', '--daemonize', 'no');
   args.push('--logfile', join(dataDir, 'redis.log'));
-  const child: ChildProcess = spawn('redis-server', args, { stdio: 'ignore' });
+  // Its own process group: a terminal's Ctrl-C reaches the CLI, which stops Redis last.
+  const child: ChildProcess = spawn('redis-server', args, { stdio: 'ignore', detached: true });
   const spawnError = await new Promise<Error | undefined>((resolve) => {
     child.once('error', resolve);
     setTimeout(() => resolve(undefined), 100);
@@ -47,10 +48,12 @@ export async function startPrivateRedis(dir: string): Promise<PrivateRedis> {
   return {
     url,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
       child.kill('SIGTERM');
       await exited;
+      clearTimeout(kill);
     },
   };
 }

@@ -46,9 +46,12 @@ export function registerClusterCommands(program: Command): void {
             'Ctrl-C stops everything.',
           ].join('\n'),
       );
-      const why = await Promise.race([untilStopped(), cluster.exited]);
-      process.stderr.write(`stopping (${why})…\n`);
+      const crashed = cluster.exited.then((why) => ({ why, crashed: true }));
+      const stopped = untilStopped().then((why) => ({ why, crashed: false }));
+      const ending = await Promise.race([stopped, crashed]);
+      process.stderr.write(`stopping (${ending.why})…\n`);
       await cluster.stop();
+      if (ending.crashed) process.exitCode = 1;
     });
 
   program

@@ -144,7 +144,7 @@ export function registerDemoCommand(program: Command): void {
 
         const stop = new AbortController();
         const progress = followProgress(parent, stop.signal, say);
-        const results = await Promise.all(
+        const collecting = Promise.all(
           spawned.map(async (child) => {
             const done = await parent.wait({ child_pid: child.pid });
             const payload = done.result_oid
@@ -154,8 +154,11 @@ export function registerDemoCommand(program: Command): void {
             return { pid: child.pid, status: done.status, outcome: done.outcome, result: payload };
           }),
         );
-        stop.abort();
-        await progress;
+        // However collecting ends, the progress follower stops with it.
+        const results = await collecting.finally(async () => {
+          stop.abort();
+          await progress.catch(() => undefined);
+        });
         // The results are read above: merging now adopts the children's remaining roots.
         const merges = [];
         for (const child of spawned)

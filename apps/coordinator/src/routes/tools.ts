@@ -67,13 +67,6 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
       },
       async (request, reply) => {
         const caller = request.caller!;
-        // Notices due at authentication ride on this answer; ones that arrive during the call
-        // ride on the next one.
-        const notices: Notice[] = [];
-        if (caller.noticesDue.interrupt && !MESSAGE_TOOLS.includes(name)) {
-          const before = await kernel.takeNotices(caller.pid, 'before');
-          if (before) notices.push(before);
-        }
         const blocking = BLOCKING_TOOLS.includes(name);
         if (blocking) metrics.openLongPolls.inc();
         let result: Record<string, unknown>;
@@ -81,14 +74,18 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           const options = blocking
             ? { signal: abortOnClose(request, reply, deps.shutdown), pollMs: deps.pollMs }
             : undefined;
-          result = (await kernel.callTool(name, caller, request.body ?? {}, options)) as Record<
-            string,
-            unknown
-          >;
+          result = (await kernel.callTool(name, caller, request.body, options)) as Record<string, unknown>;
         } finally {
           if (blocking) metrics.openLongPolls.dec();
         }
         await afterTool(deps, name, result);
+        // Notices due at authentication ride on this answer (taken only now, so a refused call
+        // loses none); ones that arrive during the call ride on the next one.
+        const notices: Notice[] = [];
+        if (caller.noticesDue.interrupt && !MESSAGE_TOOLS.includes(name)) {
+          const before = await kernel.takeNotices(caller.pid, 'before');
+          if (before) notices.push(before);
+        }
         if (caller.noticesDue.normal) {
           const after = await kernel.takeNotices(caller.pid, 'after');
           if (after) notices.push(after);

@@ -51,6 +51,7 @@ export class Http {
     try {
       json = text.length > 0 ? JSON.parse(text) : undefined;
     } catch {
+      if (!response.ok) throw errorFromResponse(response.status, undefined);
       throw new LibosError(
         'internal',
         `the coordinator answered ${response.status} with non-JSON`,

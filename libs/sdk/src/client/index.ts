@@ -2,4 +2,4 @@ export { AdminClient, type AdminClientOptions } from './admin-client.js';
 export { LibosError } from './errors.js';
 export { fromEnv, type ProcessFromEnv } from './from-env.js';
 export type { HttpOptions, RequestOptions } from './http.js';
-export { ProcessClient, type ProcessClientOptions } from './process-client.js';
+export { type Answer, ProcessClient, type ProcessClientOptions } from './process-client.js';

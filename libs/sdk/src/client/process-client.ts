@@ -33,32 +33,46 @@ export class ProcessClient {
   }
 
   /** Any tool by name; the answer is validated against the tool's result schema. */
-  call<N extends ToolName>(tool: N, args: ToolArgs<N>, options: RequestOptions = {}): Promise<ToolResult<N>> {
-    return this.post(tool, args, options);
+  async call<N extends ToolName>(
+    tool: N,
+    args: ToolArgs<N>,
+    options: RequestOptions = {},
+  ): Promise<ToolResult<N>> {
+    return this.deliver(await this.request(tool, args, options));
   }
 
   /**
    * A tool call with arguments not checked here (an MCP client's, say): the coordinator
-   * validates them. Blocking waits and receives behave as `wait` and `receive`.
+   * validates them. Blocking waits and receives behave as `wait` and `receive`. Answers the
+   * result with the notices of this call alone (of every round, for a blocking one).
    */
-  forward(tool: ToolName, args: Record<string, unknown>, options: RequestOptions = {}): Promise<unknown> {
+  forward(
+    tool: ToolName,
+    args: Record<string, unknown>,
+    options: RequestOptions = {},
+  ): Promise<Answer<unknown>> {
     if (tool === 'wait_child_process') return this.blockingWait(args, options);
     if (tool === 'receive_process_messages') return this.blockingReceive(args, options);
-    return this.post(tool, args, options);
+    return this.request(tool, args, options);
   }
 
-  private async post<N extends ToolName>(
+  private async request<N extends ToolName>(
     tool: N,
     args: unknown,
     options: RequestOptions,
-  ): Promise<ToolResult<N>> {
+  ): Promise<Answer<ToolResult<N>>> {
     // TypeScript cannot correlate TOOLS[N] with ToolResult<N>; they are the same by construction.
     const schema = TOOLS[tool].result as unknown as z.ZodType<ToolResult<N>>;
     const { data, raw } = await this.http.request('POST', `/v1/tools/${tool}`, schema, args, options);
     const notices = noticesSchema.safeParse(raw.notices);
-    this.lastNotices = notices.success ? notices.data : [];
-    if (this.lastNotices.length > 0) this.options.onNotices?.(this.lastNotices);
-    return data;
+    return { data, notices: notices.success ? notices.data : [] };
+  }
+
+  /** Hands an answer's notices to `lastNotices` and `onNotices`, and returns its data. */
+  private deliver<T>(answer: Answer<T>): T {
+    this.lastNotices = answer.notices;
+    if (answer.notices.length > 0) this.options.onNotices?.(answer.notices);
+    return answer.data;
   }
 
   spawn(args: ToolArgs<'spawn_child_process'>, options?: RequestOptions) {
@@ -103,8 +117,8 @@ export class ProcessClient {
    * a long-poll window that ends unready, a broken connection or a restarting coordinator is
    * asked again (a wait is an observation, so asking again is safe).
    */
-  wait(args: ToolArgs<'wait_child_process'>, options: RequestOptions = {}) {
-    return this.blockingWait(args, options);
+  async wait(args: ToolArgs<'wait_child_process'>, options: RequestOptions = {}) {
+    return this.deliver(await this.blockingWait(args, options));
   }
 
   /**
@@ -112,16 +126,18 @@ export class ProcessClient {
    * Only an unready long-poll answer is asked again: a broken connection is reported, because
    * a receive that acknowledges may have taken effect before its answer was lost.
    */
-  receive(args: ToolArgs<'receive_process_messages'> = {}, options: RequestOptions = {}) {
-    return this.blockingReceive(args, options);
+  async receive(args: ToolArgs<'receive_process_messages'> = {}, options: RequestOptions = {}) {
+    return this.deliver(await this.blockingReceive(args, options));
   }
 
   private async blockingWait(args: { block?: boolean }, options: RequestOptions) {
-    if (args.block === false) return this.post('wait_child_process', args, options);
+    if (args.block === false) return this.request('wait_child_process', args, options);
+    const notices: Notice[] = [];
     for (let failures = 0; ; ) {
       try {
-        const answer = await this.post('wait_child_process', { ...args, block: true }, options);
-        if (answer.ready) return answer;
+        const answer = await this.request('wait_child_process', { ...args, block: true }, options);
+        notices.push(...answer.notices);
+        if (answer.data.ready) return { data: answer.data, notices };
         failures = 0;
       } catch (error) {
         if (!isRetryable(error)) throw error;
@@ -131,9 +147,17 @@ export class ProcessClient {
   }
 
   private async blockingReceive(args: { block?: boolean }, options: RequestOptions) {
+    const notices: Notice[] = [];
     for (;;) {
-      const answer = await this.post('receive_process_messages', args, options);
-      if (answer.ready || args.block === false) return answer;
+      const answer = await this.request('receive_process_messages', args, options);
+      notices.push(...answer.notices);
+      if (answer.data.ready || args.block === false) return { data: answer.data, notices };
     }
   }
+}
+
+/** A tool's result and the notices that rode on its answer. */
+export interface Answer<T> {
+  data: T;
+  notices: Notice[];
 }
