@@ -38,7 +38,7 @@ export class Launcher {
     return [...this.queues.values()];
   }
 
-  async enqueue(launch: LaunchRequest, cause: 'spawn' | 'resume' | 'relaunch' = 'spawn'): Promise<void> {
+  async enqueue(launch: LaunchRequest): Promise<void> {
     await this.queue(launch.pool).add(
       'launch',
       { pid: launch.pid, attempt: launch.attempt },
@@ -49,7 +49,7 @@ export class Launcher {
         removeOnFail: { age: 7 * 24 * 3600 },
       },
     );
-    this.metrics?.launches.inc({ pool: launch.pool, cause });
+    this.metrics?.launches.inc({ pool: launch.pool, attempt: launch.attempt === 1 ? 'first' : 'resumed' });
   }
 
   /** Removes a launch that is still waiting (cancel or pause of a queued child). */

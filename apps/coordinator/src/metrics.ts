@@ -17,19 +17,19 @@ export function createMetrics() {
   });
   const launches = new Counter({
     name: 'libos_launches_total',
-    help: 'Launch jobs enqueued by this coordinator',
-    labelNames: ['pool', 'cause'],
+    help: 'Launch jobs enqueued by this coordinator (a resume launches a new attempt)',
+    labelNames: ['pool', 'attempt'],
     registers: [registry],
   });
-  const completions = new Counter({
-    name: 'libos_completions_total',
-    help: 'Terminal outcomes observed by this coordinator, by outcome type',
+  const completions = new Gauge({
+    name: 'libos_completions',
+    help: 'Worker completions by outcome type, cluster-wide (from Redis)',
     labelNames: ['type'],
     registers: [registry],
   });
   const wakeLatency = new Histogram({
     name: 'libos_wake_latency_seconds',
-    help: 'From a wake publish to the blocked request answering',
+    help: 'From a terminal transition to this coordinator’s waiters being woken',
     buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
     registers: [registry],
   });

@@ -86,6 +86,7 @@ export async function buildServer(
     },
     onError: (error) => logger.warn({ err: error }, 'kernel background error'),
   });
+  kernel.wakeHub.onExitWake = (ms) => metrics.wakeLatency.observe(ms / 1000);
   await app.register((scope) =>
     adminRoutes(scope, {
       kernel,

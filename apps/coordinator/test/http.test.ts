@@ -197,6 +197,33 @@ describe('notices', () => {
   });
 });
 
+describe('metrics of the distributed loop', () => {
+  test('a completion is counted by outcome type and its wake latency observed', async () => {
+    const root = await h.admin.createProcess({ goal: 'measured' });
+    const parent = h.as(root.token!);
+    const child = await parent.spawn({ goal: 'done soon', image: 'echo' });
+    const waiting = parent.wait({ child_pid: child.pid });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Act as the worker: claim the launch and complete it.
+    const { tokenHash } = mintToken(child.pid);
+    const claimed = await h.coordinator.kernel.worker.claim(child.pid, 1, {
+      workerId: 't',
+      tokenHash,
+      leaseMs: 60_000,
+    });
+    await h.coordinator.kernel.worker.complete(child.pid, 1, claimed.fence, {
+      terminal: { type: 'captured' },
+      report: { ok: true },
+      usage: { prompt_tokens: 1, completion_tokens: 1, steps: 1, wall_ms: 5 },
+    });
+    expect((await waiting).status).toBe('exited');
+    const res = await raw(h.coordinator.url, '/metrics');
+    expect(res.text).toMatch(/libos_completions\{type="completed"\} [1-9]/);
+    expect(res.text).toMatch(/libos_wake_latency_seconds_count [1-9]/);
+    expect(res.text).toMatch(/libos_launches_total\{pool="default",attempt="first"\} [1-9]/);
+  });
+});
+
 describe('notices on refusals', () => {
   test('an interrupt due when a call is refused rides on the next successful call', async () => {
     const root = await h.admin.createProcess({ goal: 'refused then told' });

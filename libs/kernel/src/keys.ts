@@ -49,6 +49,10 @@ export class Keys {
   get leases(): string {
     return `${this.index}leases`;
   }
+  /** Worker completions by outcome type (derived, for metrics). */
+  get outcomeCounts(): string {
+    return `${this.index}outcomes`;
+  }
   get images(): string {
     return `${this.prefix}images`;
   }

@@ -16,6 +16,8 @@ interface ChannelState {
  * re-check, since publishes during the outage are gone.
  */
 export class WakeHub {
+  /** Called with the delay from a terminal transition to its wake arriving here (ms). */
+  onExitWake: ((latencyMs: number) => void) | undefined;
   private readonly sub: Redis;
   private readonly channels = new Map<string, ChannelState>();
   private connectedOnce = false;
@@ -28,6 +30,9 @@ export class WakeHub {
     this.sub.on('smessage', (channel: string, message: string) => {
       const state = this.channels.get(channel);
       if (!state) return;
+      // Exit wakes read `<status> <ms since the epoch at the transition>`.
+      const at = /^(?:exited|failed|killed) (\d+)$/.exec(message)?.[1];
+      if (at !== undefined) this.onExitWake?.(Math.max(0, Date.now() - Number(at)));
       for (const listener of state.listeners) listener({ type: 'message', message });
     });
     this.sub.on('ready', () => {

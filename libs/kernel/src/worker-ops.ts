@@ -151,6 +151,9 @@ export class WorkerOps {
     });
     const head = completeHeadSchema.parse(reply.head);
     const row = rowFromFlat(reply.rest[0]);
+    // Derived, for metrics: a crash right here loses one count, never a completion.
+    const counted = head.status === 'killed' ? 'killed' : type;
+    this.core.redis.hincrby(this.core.keys.outcomeCounts, counted, 1).catch(() => undefined);
     return {
       status: head.status,
       result_oid: head.result_oid || null,

@@ -37,6 +37,9 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
       const count = counts[i]?.[1];
       if (typeof count === 'number') metrics.processesByStatus.set({ status }, count);
     });
+    for (const [type, count] of Object.entries(await redis.hgetall(kernel.keys.outcomeCounts))) {
+      metrics.completions.set({ type }, Number(count));
+    }
     for (const queue of launcher.knownQueues()) {
       const jobCounts = await queue.getJobCounts(...JOB_STATES);
       const pool = queue.name.replace(/^launch-/, '');

@@ -29,7 +29,7 @@ terminalize = function(pid, r, status, outcome, result_oid)
     psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '' })
   for _, oid in ipairs(jdecode(r.eph, {})) do redis.call('HDEL', hkey(pid), oid) end
   release_budget(r)
-  redis.call('SPUBLISH', B .. 'x:' .. pid, status)
+  redis.call('SPUBLISH', B .. 'x:' .. pid, status .. ' ' .. now())
   if r.parent ~= '' then
     local pr = load(r.parent, CORE)
     local ws = jdecode(pr.ws, nil)
