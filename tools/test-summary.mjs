@@ -29,7 +29,9 @@ for (const file of reports) {
   const r = JSON.parse(readFileSync(file, 'utf8'));
   passed += r.numPassedTests ?? 0;
   // A test file that failed to load counts as a failure even though none of its tests ran.
-  const brokenFiles = (r.testResults ?? []).filter((t) => t.status === 'failed' && (t.assertionResults ?? []).length === 0).length;
+  const brokenFiles = (r.testResults ?? []).filter(
+    (t) => t.status === 'failed' && (t.assertionResults ?? []).length === 0,
+  ).length;
   failed += (r.numFailedTests ?? 0) + brokenFiles;
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 }
