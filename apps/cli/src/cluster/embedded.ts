@@ -74,7 +74,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
   const redis = options.redisUrl ? undefined : await startPrivateRedis(options.dir);
   const redisUrl = options.redisUrl ?? redis!.url;
   const url = `http://127.0.0.1:${options.port}`;
-  const env = { LIBOS_REDIS_URL: redisUrl, LIBOS_URL: url };
+  // The parts share this terminal: warnings and errors only, unless LIBOS_LOG_LEVEL says otherwise.
+  const env = {
+    LIBOS_REDIS_URL: redisUrl,
+    LIBOS_URL: url,
+    LIBOS_LOG_LEVEL: process.env.LIBOS_LOG_LEVEL ?? 'warn',
+  };
   // Only the coordinator needs the admin token; a worker never holds it.
   const coordinatorEnv = { ...env, LIBOS_ADMIN_TOKEN: token, LIBOS_PORT: String(options.port) };
   const parts: ChildProcess[] = [];
