@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
+import { cliEnding } from '../ending.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
 import type { ShimDialect } from '../serve.js';
 import { parseJsonLine, textOf } from '../text.js';
-import { addTokens, type Tokens, toUsage, usageField, ZERO_TOKENS } from '../tokens.js';
+import { addTokens, type Tokens, toUsage, ZERO_TOKENS } from '../tokens.js';
 
 // Claude Code (`claude -p --output-format stream-json --verbose`, recorded against 2.1.258) as a
 // contract child. The stream has one `assistant` line per content block of a message (thinking,
@@ -151,25 +152,13 @@ export class ClaudeStream {
 
 /** The result for a finished CLI run (reference §3.2 "Endings"). */
 export function claudeEnding(stream: ClaudeStream, cli: CliEnding): ChildEnding {
-  const account = { ...usageField(stream.usage()), steps: stream.steps };
-  switch (cli.type) {
-    case 'failed':
-      return { status: 'failed', reason: cli.reason, ...account };
-    case 'cancelled':
-      return { status: 'interrupted', reason: 'the parent closed stdin', ...account };
-    case 'stopped':
-      return { status: 'max_steps_exhausted', ...account };
-    case 'exited': {
-      if (stream.failure !== undefined) return { status: 'failed', reason: stream.failure, ...account };
-      if (stream.exhausted) return { status: 'max_steps_exhausted', ...account };
-      const report = stream.report();
-      if (report !== undefined) return { status: 'completed', output: report, ...account };
-      if (cli.code !== 0) {
-        return { status: 'failed', reason: `claude exited ${cli.code} without a result`, ...account };
-      }
-      return { status: 'no_report', ...account };
-    }
-  }
+  return cliEnding('claude', cli, {
+    usage: stream.usage(),
+    steps: stream.steps,
+    failure: stream.failure,
+    exhausted: stream.exhausted,
+    report: () => stream.report(),
+  });
 }
 
 export const claudeDialect: ShimDialect = {

@@ -3,12 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
+import { cliEnding } from '../ending.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
 import type { ShimDialect } from '../serve.js';
 import { parseJsonLine, textOf } from '../text.js';
-import { addTokens, type Tokens, toUsage, usageField } from '../tokens.js';
+import { addTokens, type Tokens, toUsage } from '../tokens.js';
 
 // Codex (`codex exec --json`, recorded against codex-cli 0.151) as a contract child. Steps are
 // completed items other than reasoning and notices; usage arrives per turn on `turn.completed`
@@ -128,24 +129,12 @@ export class CodexStream {
 
 /** The result for a finished CLI run (reference §3.3 "Endings"). */
 export function codexEnding(stream: CodexStream, cli: CliEnding, structured: boolean): ChildEnding {
-  const account = { ...usageField(stream.usage()), steps: stream.steps };
-  switch (cli.type) {
-    case 'failed':
-      return { status: 'failed', reason: cli.reason, ...account };
-    case 'cancelled':
-      return { status: 'interrupted', reason: 'the parent closed stdin', ...account };
-    case 'stopped':
-      return { status: 'max_steps_exhausted', ...account };
-    case 'exited': {
-      if (stream.failure !== undefined) return { status: 'failed', reason: stream.failure, ...account };
-      const report = stream.report(structured);
-      if (report !== undefined) return { status: 'completed', output: report, ...account };
-      if (cli.code !== 0) {
-        return { status: 'failed', reason: `codex exited ${cli.code} without a result`, ...account };
-      }
-      return { status: 'no_report', ...account };
-    }
-  }
+  return cliEnding('codex', cli, {
+    usage: stream.usage(),
+    steps: stream.steps,
+    failure: stream.failure,
+    report: () => stream.report(structured),
+  });
 }
 
 export const codexDialect: ShimDialect = {
