@@ -24,6 +24,7 @@ export class Reaper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastRepair = Date.now();
+  private lastRelaunch = 0;
 
   constructor(
     private readonly kernel: Kernel,
@@ -56,7 +57,11 @@ export class Reaper {
     for (const recovery of await this.kernel.worker.reapExpired()) {
       this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
     }
-    await this.relaunchLost();
+    // It reads every old runnable process and its job: once per relaunch window is enough.
+    if (Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
+      this.lastRelaunch = Date.now();
+      await this.relaunchLost();
+    }
   }
 
   private async relaunchLost(): Promise<void> {

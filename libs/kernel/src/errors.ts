@@ -1,4 +1,11 @@
-import { type ErrorCode, type ErrorDetails, errorCodeSchema, errorDetailsSchema } from '@libos/protocol';
+import {
+  type ErrorCode,
+  type ErrorDetails,
+  type ErrorEnvelope,
+  errorCodeSchema,
+  errorDetailsSchema,
+  errorEnvelope,
+} from '@libos/protocol';
 import { z } from 'zod';
 
 /** Every refusal of the kernel: a public error code, a message and `details.reason` where useful. */
@@ -16,12 +23,8 @@ export class KernelError extends Error {
     return this.details?.reason;
   }
 
-  toEnvelope(): { error: { code: ErrorCode; message: string; details?: ErrorDetails } } {
-    return {
-      error: this.details
-        ? { code: this.code, message: this.message, details: this.details }
-        : { code: this.code, message: this.message },
-    };
+  toEnvelope(): ErrorEnvelope {
+    return errorEnvelope(this.code, this.message, this.details);
   }
 }
 

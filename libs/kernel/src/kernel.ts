@@ -1,8 +1,10 @@
 import {
+  isTerminal,
   type Notice,
   type ParsedToolArgs,
   type PendingNotices,
   pidSchema,
+  processStatusSchema,
   TOOLS,
   type ToolArgs,
   type ToolName,
@@ -128,7 +130,7 @@ export class Kernel {
     if (!status || !hash || !secretMatches(parsed.secret, hash)) {
       throw new KernelError('unauthenticated', 'the token is not valid', { reason: 'invalid_token' });
     }
-    if (status === 'exited' || status === 'failed' || status === 'killed') {
+    if (isTerminal(processStatusSchema.parse(status))) {
       throw new KernelError('unauthenticated', `${parsed.pid} is ${status}`, { reason: 'terminal_caller' });
     }
     return { pid: parsed.pid, noticesDue: { interrupt: interrupts === 1, normal: normal === 1 } };
