@@ -1,3 +1,4 @@
+import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
 import { errorFromResponse, LibosError } from './errors.js';
 
@@ -6,22 +7,35 @@ export interface HttpOptions {
   url: string;
   /** A bearer token: a process token or the admin token. */
   token: string;
-  /** Override for tests or custom agents. */
-  fetch?: typeof fetch;
+  /** The undici dispatcher to send through (a proxy, custom TLS); by default one keep-alive agent per process. */
+  dispatcher?: Dispatcher;
 }
 
 export interface RequestOptions {
   signal?: AbortSignal | undefined;
 }
 
+/**
+ * Shared by every client of this process, so connections are reused across clients. undici's
+ * `request` rather than `fetch`: it costs a fraction of fetch's CPU per call (no WHATWG streams),
+ * which matters for a service that spawns and waits on many children.
+ */
+let sharedAgent: Agent | undefined;
+const defaultDispatcher = () => {
+  sharedAgent ??= new Agent({ keepAliveTimeout: 30_000 });
+  return sharedAgent;
+};
+
 /** One JSON request to the coordinator, its answer validated by `schema`. */
 export class Http {
   private readonly base: string;
-  private readonly fetchImpl: typeof fetch;
+  private readonly dispatcher: Dispatcher;
+  private readonly authorization: string;
 
-  constructor(private readonly options: HttpOptions) {
+  constructor(options: HttpOptions) {
     this.base = options.url.replace(/\/+$/, '');
-    this.fetchImpl = options.fetch ?? fetch;
+    this.dispatcher = options.dispatcher ?? defaultDispatcher();
+    this.authorization = `Bearer ${options.token}`;
   }
 
   async request<S extends z.ZodType>(
@@ -31,41 +45,37 @@ export class Http {
     body?: unknown,
     options: RequestOptions = {},
   ): Promise<{ data: z.infer<S>; raw: Record<string, unknown> }> {
-    let response: Response;
+    let status: number;
+    let text: string;
     try {
-      response = await this.fetchImpl(`${this.base}${path}`, {
+      const response = await request(`${this.base}${path}`, {
         method,
-        headers: {
-          authorization: `Bearer ${this.options.token}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
+        dispatcher: this.dispatcher,
+        headers:
+          body === undefined
+            ? { authorization: this.authorization }
+            : { authorization: this.authorization, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: options.signal,
       });
+      status = response.statusCode;
+      text = await response.body.text();
     } catch (error) {
       if (options.signal?.aborted) throw options.signal.reason ?? error;
       throw new LibosError('transport', `cannot reach ${this.base}: ${describe(error)}`, 0);
     }
-    const text = await response.text();
+    const ok = status >= 200 && status < 300;
     let json: unknown;
     try {
       json = text.length > 0 ? JSON.parse(text) : undefined;
     } catch {
-      if (!response.ok) throw errorFromResponse(response.status, undefined);
-      throw new LibosError(
-        'internal',
-        `the coordinator answered ${response.status} with non-JSON`,
-        response.status,
-      );
+      if (!ok) throw errorFromResponse(status, undefined);
+      throw new LibosError('internal', `the coordinator answered ${status} with non-JSON`, status);
     }
-    if (!response.ok) throw errorFromResponse(response.status, json);
+    if (!ok) throw errorFromResponse(status, json);
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
-      throw new LibosError(
-        'internal',
-        `unexpected answer from ${path}: ${parsed.error.message}`,
-        response.status,
-      );
+      throw new LibosError('internal', `unexpected answer from ${path}: ${parsed.error.message}`, status);
     }
     const raw = typeof json === 'object' && json !== null ? (json as Record<string, unknown>) : {};
     return { data: parsed.data, raw };
