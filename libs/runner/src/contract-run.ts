@@ -170,7 +170,7 @@ async function runInDir(
     requestId: spec.id,
     timedOut,
     ...(child.streamFailure === undefined ? {} : { runnerFailure: child.streamFailure }),
-    file: await dir.readResult(),
+    file: dir.readResult(),
     ...(exitCode === undefined ? {} : { exitCode }),
   });
 }
