@@ -179,7 +179,7 @@ export class AdminOps {
       };
     };
     if (!args.block) return observe();
-    return this.core.blocking(this.core.keys.exitChannel(pid), observe, (result) => result.ready, options);
+    return this.core.blocking(this.core.keys.exitTopic(pid), observe, (result) => result.ready, options);
   }
 
   /** An operator reads any object (no handle, no taint): e.g. a root's result. */

@@ -14,7 +14,7 @@ import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
 import { type ScriptReply, Scripts, type TreeScript } from './scripts.js';
-import { WakeHub, Wakeup } from './wake-hub.js';
+import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 
 export interface KernelLimits {
   /** Unacknowledged messages a mailbox holds before sends are refused (`mailbox_full`). */
@@ -27,6 +27,8 @@ export interface KernelLimits {
   pollMs: number;
   /** How long a resolved image stays cached in this process. */
   imageCacheMs: number;
+  /** How long a tree's wake channel stays subscribed after its last waiter leaves. */
+  wakeLingerMs: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -35,6 +37,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   maxPayloadBytes: 1_048_576,
   pollMs: 25_000,
   imageCacheMs: 1_000,
+  wakeLingerMs: 10_000,
 };
 
 export interface KernelOptions {
@@ -84,7 +87,7 @@ export class KernelCore {
   }
 
   get hub(): WakeHub {
-    if (!this.hubInstance) this.hubInstance = new WakeHub(this.redis);
+    if (!this.hubInstance) this.hubInstance = new WakeHub(this.redis, this.limits.wakeLingerMs);
     return this.hubInstance;
   }
 
@@ -128,26 +131,24 @@ export class KernelCore {
   }
 
   /**
-   * A blocking call. The first check-and-register answers a ready call in one round trip. If it
-   * is not ready, subscribe, then check again (the registration is idempotent): a publish after
-   * the subscription cannot be missed, and one before it is seen by that second check. Then
-   * re-check on every wake until ready, the long-poll window ends or the caller aborts. A
+   * A blocking call. Listen first (the tree's channel is usually subscribed already, so this
+   * costs no round trip), then check-and-register: a publish after the check cannot be missed.
+   * Re-check on every wake until ready, the long-poll window ends or the caller aborts. A
    * reconnect of the subscriber also triggers a re-check.
    */
   async blocking<T>(
-    channel: string,
+    topic: WakeTopic,
     check: (recheck: boolean) => Promise<T>,
     ready: (value: T) => boolean,
     options: CallOptions = {},
   ): Promise<T> {
     const deadline = Date.now() + (options.pollMs ?? this.limits.pollMs);
-    let last = await check(false);
-    if (ready(last) || options.signal?.aborted) return last;
     const wake = new Wakeup();
-    const release = await this.hub.listen(channel, wake.listener);
+    const release = await this.hub.listen(topic, wake.listener);
     try {
-      wake.listener({ type: 'reconnect' });
+      let last = await check(false);
       for (;;) {
+        if (ready(last) || options.signal?.aborted) return last;
         const why = await wake.next(deadline, options.signal);
         if (why !== 'wake') return last;
         try {
@@ -157,9 +158,7 @@ export class KernelCore {
           if (!(error instanceof KernelError && error.code === 'unavailable')) throw error;
           await new Promise((resolve) => setTimeout(resolve, 100));
           wake.listener({ type: 'reconnect' });
-          continue;
         }
-        if (ready(last)) return last;
       }
     } finally {
       release();

@@ -9,6 +9,8 @@ import type { IndexRecord, Scripts } from './scripts.js';
  */
 export class IndexWriter {
   private queue: IndexRecord[] = [];
+  private counts: Record<string, number> = {};
+  private counted = false;
   private scheduled = false;
   private inflight = new Set<Promise<void>>();
   failures = 0;
@@ -22,19 +24,32 @@ export class IndexWriter {
   push(records: readonly IndexRecord[]): void {
     if (records.length === 0) return;
     for (const record of records) this.queue.push(record);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
-    }
+    this.schedule();
+  }
+
+  /** Count one worker completion of `outcome` type (for metrics), with the next batch. */
+  count(outcome: string): void {
+    this.counts[outcome] = (this.counts[outcome] ?? 0) + 1;
+    this.counted = true;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.scheduled = false;
+    if (this.queue.length === 0 && !this.counted) return;
     const batch = this.queue;
-    if (batch.length === 0) return;
+    const counts = this.counts;
     this.queue = [];
+    this.counts = {};
+    this.counted = false;
     const done = this.scripts
-      .index(this.keys.indexGen, this.keys.index, batch)
+      .index(this.keys.indexGen, this.keys.index, batch, counts)
       .catch((error: unknown) => {
         this.failures += 1;
         this.onError(error);
@@ -45,7 +60,7 @@ export class IndexWriter {
 
   /** Resolves when every record pushed so far has been written (or has failed). */
   async drain(): Promise<void> {
-    if (this.queue.length > 0) this.flush();
+    if (this.queue.length > 0 || this.counted) this.flush();
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
   }
 }

@@ -11,5 +11,5 @@ export { KernelError } from './errors.js';
 export { type AuthenticatedCaller, Kernel, type KernelTools } from './kernel.js';
 export { Keys } from './keys.js';
 export { hashSecret, mintToken, parseToken } from './tokens.js';
-export { type WakeEvent, WakeHub, type WakeListener } from './wake-hub.js';
+export { type WakeEvent, WakeHub, type WakeListener, type WakeTopic } from './wake-hub.js';
 export type { ClaimOptions, Recovery, WorkerOps } from './worker-ops.js';

@@ -1,4 +1,5 @@
 import { rootOf } from '@libos/protocol';
+import type { WakeTopic } from './wake-hub.js';
 
 /**
  * The key layout. Every key of one process tree carries the hash tag `{<root>}`, so each script
@@ -21,18 +22,21 @@ export class Keys {
   row(pid: string): string {
     return `${this.treeOf(pid)}p:${pid}`;
   }
-  exitChannel(pid: string): string {
-    return `${this.treeOf(pid)}x:${pid}`;
+  /** Terminal transitions (`<pid> <status> <ms>`), published on the tree's `x` channel. */
+  exitTopic(pid: string): WakeTopic {
+    return { channel: `${this.treeOf(pid)}x`, key: pid };
   }
-  mailChannel(pid: string): string {
-    return `${this.treeOf(pid)}m:${pid}`;
+  /** New mail (`<pid> <message id>`), on the tree's `m` channel. */
+  mailTopic(pid: string): WakeTopic {
+    return { channel: `${this.treeOf(pid)}m`, key: pid };
   }
   /** The ids of messages whose notice is still due: `mi` interrupts, `mn` normal ones. */
   notices(kind: 'mi' | 'mn', pid: string): string {
     return `${this.treeOf(pid)}${kind}:${pid}`;
   }
-  controlChannel(pid: string): string {
-    return `${this.treeOf(pid)}ctl:${pid}`;
+  /** Signal notices for a live execution (`<pid> <json>`), on the tree's `ctl` channel. */
+  controlTopic(pid: string): WakeTopic {
+    return { channel: `${this.treeOf(pid)}ctl`, key: pid };
   }
   get index(): string {
     return `${this.prefix}{idx}:`;

@@ -155,7 +155,7 @@ export class MessageTools {
       );
     }
     return this.core.blocking(
-      this.core.keys.mailChannel(pid),
+      this.core.keys.mailTopic(pid),
       (recheck) => this.readOnce(pid, args, true, true, recheck),
       (result) => result.ready,
       options,

@@ -157,7 +157,7 @@ export class ProcessTools {
     sameTree(pid, args.child_pid);
     if (!args.block) return this.waitOnce(pid, args.child_pid, false);
     return this.core.blocking(
-      this.core.keys.exitChannel(args.child_pid),
+      this.core.keys.exitTopic(args.child_pid),
       (recheck) => this.waitOnce(pid, args.child_pid, true, recheck),
       (result) => result.ready,
       options,

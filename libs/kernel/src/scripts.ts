@@ -103,11 +103,17 @@ export class Scripts {
     return { head: rest, rest: raw.slice(1), index: idx ?? [] };
   }
 
-  async index(genKey: string, base: string, records: IndexRecord[]): Promise<void> {
+  /** Index records, and worker completions to count by outcome type. */
+  async index(
+    genKey: string,
+    base: string,
+    records: IndexRecord[],
+    counts: Record<string, number> = {},
+  ): Promise<void> {
     const fn = this.fns.get('index');
     if (!fn) throw new KernelError('internal', 'no index script');
     try {
-      await fn(genKey, base, JSON.stringify(records));
+      await fn(genKey, base, JSON.stringify(records), JSON.stringify(counts));
     } catch (error) {
       throw fromRedisError(error);
     }

@@ -4,16 +4,28 @@ import type { Redis } from 'ioredis';
 export type WakeEvent = { type: 'message'; message: string } | { type: 'reconnect' };
 export type WakeListener = (event: WakeEvent) => void;
 
+/**
+ * What a waiter listens to: a sharded channel per tree and kind (exits, mail, control) and the
+ * pid within it. Publishes on the channel read `<key> <payload>`.
+ */
+export interface WakeTopic {
+  readonly channel: string;
+  readonly key: string;
+}
+
 interface ChannelState {
-  readonly listeners: Set<WakeListener>;
+  readonly listeners: Map<string, Set<WakeListener>>;
   ready: Promise<void>;
+  /** Pending SUNSUBSCRIBE once the channel has had no listener for `lingerMs`. */
+  idle: NodeJS.Timeout | undefined;
 }
 
 /**
- * One subscriber connection for many waiters: sharded subscriptions (SSUBSCRIBE, so a channel
- * carrying a tree's hash tag lives on that tree's shard), refcounted per channel, fanned out to
- * in-process listeners. After a reconnect the hub re-subscribes, then tells every listener to
- * re-check, since publishes during the outage are gone.
+ * One subscriber connection for many waiters. Channels are per tree (sharded subscriptions, on
+ * the tree's slot), so a parent waiting on a hundred children, or a worker running them, holds
+ * one subscription, not a hundred; they linger a while after their last listener leaves. Messages
+ * are fanned out in-process by key. After a reconnect the hub re-subscribes, then tells every
+ * listener to re-check, since publishes during the outage are gone.
  */
 export class WakeHub {
   /** Called with the delay from a terminal transition to its wake arriving here (ms). */
@@ -23,17 +35,25 @@ export class WakeHub {
   private connectedOnce = false;
   private closed = false;
 
-  constructor(redis: Redis) {
+  constructor(
+    redis: Redis,
+    /** How long a channel stays subscribed without listeners, so the tree's next waiter pays no round trip. */
+    private readonly lingerMs: number,
+  ) {
     // No ready check: a subscription made before the connection is ready would make ioredis refuse
     // its own INFO ("Connection in subscriber mode").
     this.sub = redis.duplicate({ enableReadyCheck: false });
-    this.sub.on('smessage', (channel: string, message: string) => {
-      const state = this.channels.get(channel);
-      if (!state) return;
-      // Exit wakes read `<status> <ms since the epoch at the transition>`.
+    this.sub.on('smessage', (channel: string, data: string) => {
+      const space = data.indexOf(' ');
+      if (space < 0) return;
+      const key = data.slice(0, space);
+      const message = data.slice(space + 1);
+      // Exit wakes read `<pid> <status> <ms since the epoch at the transition>`.
       const at = /^(?:exited|failed|killed) (\d+)$/.exec(message)?.[1];
       if (at !== undefined) this.onExitWake?.(Math.max(0, Date.now() - Number(at)));
-      for (const listener of state.listeners) listener({ type: 'message', message });
+      const listeners = this.channels.get(channel)?.listeners.get(key);
+      if (!listeners) return;
+      for (const listener of listeners) listener({ type: 'message', message });
     });
     this.sub.on('ready', () => {
       if (!this.connectedOnce) {
@@ -50,56 +70,84 @@ export class WakeHub {
     const names = [...this.channels.keys()];
     await Promise.all(names.map((name) => this.sub.ssubscribe(name).catch(() => undefined)));
     for (const name of names) {
-      const state = this.channels.get(name);
-      if (!state) continue;
-      for (const listener of state.listeners) listener({ type: 'reconnect' });
+      for (const listeners of this.channels.get(name)?.listeners.values() ?? []) {
+        for (const listener of listeners) listener({ type: 'reconnect' });
+      }
     }
   }
 
-  /** Subscribe `listener` to `channel`; resolves once the subscription is active. Returns the release. */
-  async listen(channel: string, listener: WakeListener): Promise<() => void> {
+  /**
+   * Add `listener` to `topic`; resolves once the channel's subscription is active (at once when
+   * it already is), so a publish after that cannot be missed. Returns the release.
+   */
+  async listen(topic: WakeTopic, listener: WakeListener): Promise<() => void> {
     if (this.closed) throw new Error('the wake hub is closed');
-    let state = this.channels.get(channel);
-    if (!state) {
-      const created: ChannelState = { listeners: new Set(), ready: Promise.resolve() };
-      created.ready = this.sub.ssubscribe(channel).then(
-        () => undefined,
-        (error: unknown) => {
-          if (this.channels.get(channel) === created) this.channels.delete(channel);
-          throw error;
-        },
-      );
-      this.channels.set(channel, created);
-      state = created;
+    const { channel, key } = topic;
+    const state = this.channels.get(channel) ?? this.subscribe(channel);
+    clearTimeout(state.idle);
+    state.idle = undefined;
+    let listeners = state.listeners.get(key);
+    if (!listeners) {
+      listeners = new Set();
+      state.listeners.set(key, listeners);
     }
-    state.listeners.add(listener);
-    const current = state;
-    try {
-      await current.ready;
-    } catch (error) {
-      current.listeners.delete(listener);
-      throw error;
-    }
+    listeners.add(listener);
     let released = false;
-    return () => {
+    const release = () => {
       if (released) return;
       released = true;
-      current.listeners.delete(listener);
-      if (current.listeners.size === 0 && this.channels.get(channel) === current) {
-        this.channels.delete(channel);
-        // The same connection orders this before any later SSUBSCRIBE of the channel.
-        if (!this.closed) this.sub.sunsubscribe(channel).catch(() => undefined);
+      listeners.delete(listener);
+      if (listeners.size === 0 && state.listeners.get(key) === listeners) state.listeners.delete(key);
+      if (state.listeners.size === 0 && this.channels.get(channel) === state && !this.closed) {
+        clearTimeout(state.idle);
+        state.idle = setTimeout(() => this.unsubscribe(channel, state), this.lingerMs);
+        state.idle.unref();
       }
     };
+    try {
+      await state.ready;
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return release;
   }
 
-  /** Channels with at least one listener (for metrics and tests). */
+  private subscribe(channel: string): ChannelState {
+    const state: ChannelState = { listeners: new Map(), ready: Promise.resolve(), idle: undefined };
+    state.ready = this.sub.ssubscribe(channel).then(
+      () => undefined,
+      (error: unknown) => {
+        if (this.channels.get(channel) === state) this.channels.delete(channel);
+        throw error;
+      },
+    );
+    this.channels.set(channel, state);
+    return state;
+  }
+
+  private unsubscribe(channel: string, state: ChannelState): void {
+    if (state.listeners.size > 0 || this.channels.get(channel) !== state) return;
+    this.channels.delete(channel);
+    // The same connection orders this before any later SSUBSCRIBE of the channel.
+    this.sub.sunsubscribe(channel).catch(() => undefined);
+  }
+
+  /** Topics with at least one listener (for metrics and tests). */
   get size(): number {
+    let topics = 0;
+    for (const state of this.channels.values()) topics += state.listeners.size;
+    return topics;
+  }
+
+  /** Channels subscribed, lingering ones included. */
+  get subscriptions(): number {
     return this.channels.size;
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const state of this.channels.values()) clearTimeout(state.idle);
     this.channels.clear();
     this.sub.disconnect();
   }

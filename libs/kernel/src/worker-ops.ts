@@ -151,9 +151,9 @@ export class WorkerOps {
     });
     const head = completeHeadSchema.parse(reply.head);
     const row = rowFromFlat(reply.rest[0]);
-    // Derived, for metrics: a crash right here loses one count, never a completion.
-    const counted = head.status === 'killed' ? 'killed' : type;
-    this.core.redis.hincrby(this.core.keys.outcomeCounts, counted, 1).catch(() => undefined);
+    // Derived, for metrics, with this completion's index batch: a crash before it is written
+    // loses one count, never a completion.
+    this.core.index.count(head.status === 'killed' ? 'killed' : type);
     return {
       status: head.status,
       result_oid: head.result_oid || null,
@@ -183,15 +183,10 @@ export class WorkerOps {
     return recovered;
   }
 
-  /** The channel on which signal notices for `pid` are published (sharded, on the tree's slot). */
-  controlChannel(pid: string): string {
-    return this.core.keys.controlChannel(pid);
-  }
-
   /** Listen for signal notices of one process; resolves once subscribed. Returns the release. */
   async watchControl(pid: string, listener: (notice: ControlNotice) => void): Promise<() => void> {
     parseOrThrow(pidSchema, pid, 'pid');
-    return this.core.hub.listen(this.core.keys.controlChannel(pid), (event) => {
+    return this.core.hub.listen(this.core.keys.controlTopic(pid), (event) => {
       if (event.type !== 'message') return;
       const parsed = controlNoticeSchema.safeParse(JSON.parse(event.message));
       if (parsed.success) listener(parsed.data);

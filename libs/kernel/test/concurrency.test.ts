@@ -71,7 +71,7 @@ describe('concurrency', () => {
     for (let i = 0; i < 30; i++) {
       const child = await claimed(parent.pid);
       const exits: string[] = [];
-      const release = await k().wakeHub.listen(k().keys.exitChannel(child.pid), (e) => {
+      const release = await k().wakeHub.listen(k().keys.exitTopic(child.pid), (e) => {
         if (e.type === 'message') exits.push(e.message);
       });
       const [cancel, complete] = await Promise.allSettled([

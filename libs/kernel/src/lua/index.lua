@@ -1,6 +1,7 @@
 -- The global status and lease indexes (derived, repairable). KEYS[1] = <prefix>{idx}:gen,
 -- ARGV[1] = <prefix>{idx}:, ARGV[2] = JSON [[pid, gen, status, lease], ...]. A record older
--- than what the index holds (lower state_generation) cannot regress it.
+-- than what the index holds (lower state_generation) cannot regress it. ARGV[3] (optional) =
+-- JSON {outcome type: n}: worker completions to add to the metrics counter.
 local base = ARGV[1]
 for _, rec in ipairs(cjson.decode(ARGV[2])) do
   local pid, gen, status, lease = rec[1], rec[2], rec[3], rec[4]
@@ -23,5 +24,8 @@ for _, rec in ipairs(cjson.decode(ARGV[2])) do
       redis.call('ZREM', base .. 'leases', pid)
     end
   end
+end
+if ARGV[3] then
+  for outcome, n in pairs(cjson.decode(ARGV[3])) do redis.call('HINCRBY', base .. 'outcomes', outcome, n) end
 end
 return 1

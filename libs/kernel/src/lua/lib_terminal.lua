@@ -3,8 +3,7 @@
 local terminalize
 
 local function publish_control(pid, r, signal, reason)
-  redis.call('SPUBLISH', B .. 'ctl:' .. pid,
-    cjson.encode({ pid = pid, attempt = tonumber(r.attempt), signal = signal, reason = reason }))
+  redis.call('SPUBLISH', B .. 'ctl', pid .. ' ' .. cjson.encode({ pid = pid, attempt = tonumber(r.attempt), signal = signal, reason = reason }))
 end
 
 local function outcome_killed(pid, r, reason)
@@ -29,7 +28,7 @@ terminalize = function(pid, r, status, outcome, result_oid)
     psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '' })
   for _, oid in ipairs(jdecode(r.eph, {})) do redis.call('HDEL', hkey(pid), oid) end
   release_budget(r)
-  redis.call('SPUBLISH', B .. 'x:' .. pid, status .. ' ' .. now())
+  redis.call('SPUBLISH', B .. 'x', pid .. ' ' .. status .. ' ' .. now())
   if r.parent ~= '' then
     local pr = load(r.parent, CORE)
     local ws = jdecode(pr.ws, nil)

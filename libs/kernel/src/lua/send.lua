@@ -47,7 +47,7 @@ if A.kind == 'interrupt' then
 else
   redis.call('ZADD', mkey('mn', R), n, n)
 end
-redis.call('SPUBLISH', mkey('m', R), id)
+redis.call('SPUBLISH', B .. 'm', R .. ' ' .. id)
 local ws = jdecode(rr.ws, nil)
 if ws and ws.type == 'message' and matches(h, id, ws.filter) then
   if rr.status == 'waiting_event' then bump(R, rr, { status = 'running', ws = '' }) else bump(R, rr, { ws = '' }) end
