@@ -30,6 +30,11 @@ import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import type { IndexRecord } from './scripts.js';
 import { mintToken, newRootPid } from './tokens.js';
 
+// Built once, not per call: building a zod schema costs more than parsing with it.
+const storedObjectSchema = z.record(z.string(), z.string());
+const labelsSchema = z.array(z.string());
+const indexFieldsSchema = z.array(z.string().nullable());
+
 /** The grants a root gets when `capabilities` is omitted: it may spawn and use every image. */
 export const DEFAULT_ROOT_CAPABILITIES: Capability[] = [
   { resource: SPAWN_RESOURCE, rights: [SPAWN_RIGHT], delegable: true },
@@ -143,7 +148,7 @@ export class AdminOps {
     const processes: ProcessView[] = [];
     for (const [error, value] of rows) {
       if (error) throw new KernelError('unavailable', error.message);
-      const flat = Object.entries(z.record(z.string(), z.string()).parse(value)).flat();
+      const flat = Object.entries(storedObjectSchema.parse(value)).flat();
       if (flat.length === 0) continue;
       const view = viewOf(rowFromFlat(flat));
       if (!q.status || view.status === q.status) processes.push(view);
@@ -186,7 +191,7 @@ export class AdminOps {
   async readObject(oid: string): Promise<AdminObject> {
     parseOrThrow(oidSchema, oid, 'oid');
     const key = `${this.core.keys.treeOf(oid)}o:${oid.slice(oid.lastIndexOf('/o') + 2)}`;
-    const stored = z.record(z.string(), z.string()).parse(await this.core.redis.hgetall(key));
+    const stored = storedObjectSchema.parse(await this.core.redis.hgetall(key));
     if (!stored.payload || !stored.owner) {
       throw new KernelError('not_found', `object ${oid} does not exist or was released`, {
         reason: 'released',
@@ -196,7 +201,7 @@ export class AdminOps {
       oid,
       payload: jsonValueSchema.parse(JSON.parse(stored.payload)),
       owner: stored.owner,
-      labels: z.array(z.string()).parse(JSON.parse(stored.labels || '[]')),
+      labels: labelsSchema.parse(JSON.parse(stored.labels || '[]')),
       version: Number(stored.version ?? '1'),
     };
   }
@@ -228,7 +233,7 @@ export class AdminOps {
       const records: IndexRecord[] = [];
       for (const [error, value] of (await pipeline.exec()) ?? []) {
         if (error) continue;
-        const [pid, gen, status, lease, run] = z.array(z.string().nullable()).parse(value);
+        const [pid, gen, status, lease, run] = indexFieldsSchema.parse(value);
         if (!pid || !gen || !status) continue;
         records.push([pid, Number(gen), status, run === 'live' ? Number(lease ?? '0') : 0]);
       }

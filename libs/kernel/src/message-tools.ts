@@ -32,6 +32,7 @@ const headerSchema = z.object({
   at: z.number().optional(),
 });
 const contentSchema = z.object({ body: z.string().nullable(), payload: jsonValueSchema.nullable() });
+const stringsSchema = z.array(z.string());
 const noticeHeadSchema = z.object({ ids: luaList(z.string()) });
 const peekHeadSchema = z.object({ interrupt: luaList(z.string()), normal: luaList(z.string()) });
 
@@ -114,7 +115,7 @@ export class MessageTools {
     });
     const head = readHeadSchema.parse(reply.head);
     const messages: MessageView[] = [];
-    const strings = z.array(z.string()).parse(reply.rest);
+    const strings = stringsSchema.parse(reply.rest);
     for (let i = 0; i + 1 < strings.length; i += 2) {
       const header = strings[i] as string;
       const id = idOf(header, pid);

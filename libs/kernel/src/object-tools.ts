@@ -4,6 +4,7 @@ import { type Caller, checkCaller, type KernelCore, sameTree } from './core.js';
 import { luaList } from './lua-json.js';
 import { rightsList } from './process-tools.js';
 
+const stringSchema = z.string();
 const createHeadSchema = z.object({ oid: z.string(), version: z.number(), labels: luaList(z.string()) });
 const readHeadSchema = z.object({
   oid: z.string(),
@@ -36,7 +37,7 @@ export class ObjectTools {
     sameTree(pid, args.oid);
     const reply = await this.core.run('obj_read', pid, { caller: pid, oid: args.oid });
     const head = readHeadSchema.parse(reply.head);
-    const payload = jsonValueSchema.parse(JSON.parse(z.string().parse(reply.rest[0])));
+    const payload = jsonValueSchema.parse(JSON.parse(stringSchema.parse(reply.rest[0])));
     return { ...head, rights: rightsList(head.rights), payload };
   }
 

@@ -40,7 +40,7 @@ const mergeHeadSchema = z.object({
   ),
 });
 const exitHeadSchema = z.object({ status: z.string(), result_oid: z.string() });
-const rowsSchema = z.array(z.unknown());
+const rowsSchema = luaList(z.array(z.unknown()));
 
 export function rightsList(held: string): ('read' | 'write')[] {
   const out: ('read' | 'write')[] = [];
@@ -124,7 +124,7 @@ export class ProcessTools {
   ): Promise<ToolResult<'list_child_processes'>> {
     const pid = checkCaller(caller);
     const reply = await this.core.run('list', pid, { caller: pid, include_terminal: args.include_terminal });
-    const rows = reply.rest[0] === undefined ? [] : luaList(rowsSchema).parse(reply.rest[0]);
+    const rows = reply.rest[0] === undefined ? [] : rowsSchema.parse(reply.rest[0]);
     return { children: rows.map((flat) => viewOf(rowFromFlat(flat))) };
   }
 

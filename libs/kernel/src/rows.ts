@@ -114,16 +114,16 @@ const storedGrantSchema = z.object({
 });
 export type StoredGrant = z.input<typeof storedGrantSchema>;
 
+// Schemas are built once: building one per call (and compiling its parser) costs more than parsing.
+const storedGrantsSchema = luaList(storedGrantSchema);
 export function grantsOf(row: ProcessRow): CapabilityGrant[] {
-  return luaList(storedGrantSchema)
-    .parse(parseJson(field(row, 'caps') || '[]'))
-    .map((grant) => ({
-      resource: grant.resource,
-      rights: grant.rights,
-      constraints: grant.constraints ?? {},
-      delegable: grant.delegable ?? false,
-      expires_at: grant.expires_at === undefined ? null : iso(grant.expires_at),
-    }));
+  return storedGrantsSchema.parse(parseJson(field(row, 'caps') || '[]')).map((grant) => ({
+    resource: grant.resource,
+    rights: grant.rights,
+    constraints: grant.constraints ?? {},
+    delegable: grant.delegable ?? false,
+    expires_at: grant.expires_at === undefined ? null : iso(grant.expires_at),
+  }));
 }
 
 const stringList = luaList(z.string());
@@ -131,8 +131,9 @@ export function listOf(row: ProcessRow, name: string): string[] {
   return stringList.parse(parseJson(field(row, name) || '[]'));
 }
 
+const inheritedPathsSchema = luaList(inheritedPathSchema);
 export function pathsOf(row: ProcessRow): InheritedPath[] {
-  return luaList(inheritedPathSchema).parse(parseJson(field(row, 'paths') || '[]'));
+  return inheritedPathsSchema.parse(parseJson(field(row, 'paths') || '[]'));
 }
 
 export function imageSpecOf(row: ProcessRow) {

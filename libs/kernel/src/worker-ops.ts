@@ -6,7 +6,6 @@ import {
   claimArgsSchema,
   completionSchema,
   controlNoticeSchema,
-  imageSpecSchema,
   type Outcome,
   outcomeTypeOfTerminal,
   pendingSignalSchema,
@@ -17,7 +16,7 @@ import {
 } from '@libos/protocol';
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
-import { parseOrThrow } from './errors.js';
+import { KernelError, parseOrThrow } from './errors.js';
 import {
   budgetOf,
   field,
@@ -72,6 +71,12 @@ export class WorkerOps {
     });
     const row = rowFromFlat(reply.rest[0]);
     const parent = field(row, 'parent');
+    const imageSpec = imageSpecOf(row);
+    if (!imageSpec) {
+      throw new KernelError('failed_precondition', `${pid} has no image: nothing to launch`, {
+        reason: 'no_image',
+      });
+    }
     return {
       pid,
       parent_pid: parent || null,
@@ -83,7 +88,7 @@ export class WorkerOps {
       input: parseInput(row),
       schema: parseSchema(row),
       image: field(row, 'image'),
-      image_spec: imageSpecSchema.parse(imageSpecOf(row)),
+      image_spec: imageSpec,
       cwd: field(row, 'cwd'),
       inherited_paths: pathsOf(row),
       capabilities: grantsOf(row),
