@@ -6,22 +6,30 @@ export interface ChildIdentity {
 }
 
 /**
- * A child's whole environment: the worker's own minus every `LIBOS_*` variable (a worker may hold
- * secrets such as `LIBOS_ADMIN_TOKEN`, and its settings are not the child's), then the image's
- * `env`, then the child's identity last, so an image cannot override it.
+ * What every child inherits from its worker: the worker's environment minus every `LIBOS_*`
+ * variable (a worker may hold secrets such as `LIBOS_ADMIN_TOKEN`, and its settings are not the
+ * child's). Taken once at start: reading `process.env` goes through the C++ environment per
+ * variable, which is a measurable part of a trivial launch.
  */
-export function childEnvironment(
-  workerEnv: NodeJS.ProcessEnv,
-  imageEnv: Record<string, string> | undefined,
-  identity: ChildIdentity,
-): Record<string, string> {
+export function inheritedEnvironment(workerEnv: NodeJS.ProcessEnv): Readonly<Record<string, string>> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(workerEnv)) {
     if (value !== undefined && !name.startsWith('LIBOS_')) env[name] = value;
   }
-  Object.assign(env, imageEnv);
-  env.LIBOS_URL = identity.url;
-  env.LIBOS_PID = identity.pid;
-  env.LIBOS_TOKEN = identity.token;
   return env;
+}
+
+/** A child's whole environment: the inherited one, then the image's `env`, then the child's identity last, so an image cannot override it. */
+export function childEnvironment(
+  inherited: Readonly<Record<string, string>>,
+  imageEnv: Record<string, string> | undefined,
+  identity: ChildIdentity,
+): Record<string, string> {
+  return {
+    ...inherited,
+    ...imageEnv,
+    LIBOS_URL: identity.url,
+    LIBOS_PID: identity.pid,
+    LIBOS_TOKEN: identity.token,
+  };
 }

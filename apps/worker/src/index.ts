@@ -1,4 +1,4 @@
-export { type ChildIdentity, childEnvironment } from './child-env.js';
+export { type ChildIdentity, childEnvironment, inheritedEnvironment } from './child-env.js';
 export { loadWorkerConfig, type WorkerConfig, workerEnvSchema } from './config.js';
 export { type LaunchPlan, type Plan, planLaunch } from './launch-plan.js';
 export type { AttemptSummary } from './run-attempt.js';

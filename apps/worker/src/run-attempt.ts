@@ -36,8 +36,8 @@ export interface AttemptContext {
   log: Logger;
   /** Attempts this worker holds, so shutdown can cancel their children. */
   running: Set<ChildSignals>;
-  /** The environment children inherit from (minus `LIBOS_*`); the worker's own by default. */
-  baseEnv?: NodeJS.ProcessEnv;
+  /** What children inherit (see `inheritedEnvironment`). */
+  inheritedEnv: Readonly<Record<string, string>>;
 }
 
 /**
@@ -144,7 +144,7 @@ async function runChild(
   try {
     const result = await contractRun({
       ...plan.launch,
-      env: childEnvironment(ctx.baseEnv ?? process.env, claimed.image_spec.env, {
+      env: childEnvironment(ctx.inheritedEnv, claimed.image_spec.env, {
         url: ctx.url,
         pid: claimed.pid,
         token,

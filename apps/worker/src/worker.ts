@@ -3,6 +3,7 @@ import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREF
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { type Logger, pino } from 'pino';
+import { inheritedEnvironment } from './child-env.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
@@ -55,7 +56,7 @@ export async function startWorker(
     leaseMs: config.leaseMs,
     log,
     running,
-    ...(options.baseEnv ? { baseEnv: options.baseEnv } : {}),
+    inheritedEnv: inheritedEnvironment(options.baseEnv ?? process.env),
   };
 
   const processJob = async (data: unknown): Promise<Summary> => {

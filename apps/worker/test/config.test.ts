@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { BudgetView, ClaimedLaunch } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
-import { childEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
+import { childEnvironment, inheritedEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
 
 describe('loadWorkerConfig', () => {
   it('applies the defaults and needs only LIBOS_URL', () => {
@@ -48,13 +48,13 @@ describe('loadWorkerConfig', () => {
 describe('childEnvironment', () => {
   it('drops the worker’s LIBOS_* variables, overlays the image env, and puts the identity last', () => {
     const env = childEnvironment(
-      {
+      inheritedEnvironment({
         PATH: '/bin',
         HOME: '/root',
         LIBOS_ADMIN_TOKEN: 'secret',
         LIBOS_REDIS_URL: 'redis://x',
         UNSET: undefined,
-      },
+      }),
       { HOME: '/srv', LIBOS_PID: 'pforged', LIBOS_TOKEN: 'forged', LIBOS_TRACE: '1' },
       { url: 'http://c:1', pid: 'pabc', token: 'pabc.secret' },
     );
