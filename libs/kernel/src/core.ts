@@ -29,6 +29,12 @@ export interface KernelLimits {
   imageCacheMs: number;
   /** How long a tree's wake channel stays subscribed after its last waiter leaves. */
   wakeLingerMs: number;
+  /**
+   * How long status-index records wait to be written together. Admin listings by status and the
+   * metrics may lag the rows by this much; a worker's claim flushes at once (the reaper needs
+   * its lease).
+   */
+  indexBatchMs: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -38,6 +44,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   pollMs: 25_000,
   imageCacheMs: 1_000,
   wakeLingerMs: 10_000,
+  indexBatchMs: 20,
 };
 
 export interface KernelOptions {
@@ -82,7 +89,12 @@ export class KernelCore {
     this.keys = new Keys(options.keyPrefix ?? 'libos:');
     this.scripts = new Scripts(redis);
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
-    this.index = new IndexWriter(this.scripts, this.keys, options.onError ?? (() => {}));
+    this.index = new IndexWriter(
+      this.scripts,
+      this.keys,
+      options.onError ?? (() => {}),
+      this.limits.indexBatchMs,
+    );
     this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
   }
 

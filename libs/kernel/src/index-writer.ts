@@ -3,15 +3,16 @@ import type { IndexRecord, Scripts } from './scripts.js';
 
 /**
  * Keeps the global status and lease indexes (admin listing, metrics, the reaper) in step with
- * the rows. Records from many operations are batched into one script call per event-loop turn,
- * so an operation still costs one round trip; records carry state_generation, so a late batch
- * cannot regress the index. The index is derived: `Kernel.admin.repairIndex` rebuilds it.
+ * the rows. Records from many operations are batched into one script call per `batchMs` (or
+ * sooner, on `drain()`), so an operation costs one round trip and the index a fraction of one;
+ * records carry state_generation, so a late batch cannot regress the index. The index is
+ * derived: `Kernel.admin.repairIndex` rebuilds it.
  */
 export class IndexWriter {
   private queue: IndexRecord[] = [];
   private counts: Record<string, number> = {};
   private counted = false;
-  private scheduled = false;
+  private timer: NodeJS.Timeout | undefined;
   private inflight = new Set<Promise<void>>();
   failures = 0;
 
@@ -19,6 +20,7 @@ export class IndexWriter {
     private readonly scripts: Scripts,
     private readonly keys: Keys,
     private readonly onError: (error: unknown) => void,
+    private readonly batchMs: number,
   ) {}
 
   push(records: readonly IndexRecord[]): void {
@@ -35,13 +37,13 @@ export class IndexWriter {
   }
 
   private schedule(): void {
-    if (this.scheduled) return;
-    this.scheduled = true;
-    setImmediate(() => this.flush());
+    if (this.timer) return;
+    this.timer = setTimeout(() => this.flush(), this.batchMs).unref();
   }
 
   private flush(): void {
-    this.scheduled = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
     if (this.queue.length === 0 && !this.counted) return;
     const batch = this.queue;
     const counts = this.counts;
