@@ -61,6 +61,8 @@ export interface ClusterOptions {
   fsync?: 'always' | 'everysec';
   workers?: number;
   concurrency?: number;
+  /** Redis over its unix socket (as `libos up` runs it) instead of loopback TCP. */
+  unixSocket?: boolean;
   /** Extra env for the coordinator (e.g. LIBOS_LONG_POLL_MS). */
   coordinatorEnv?: Record<string, string>;
   /** Extra env for every worker (e.g. LIBOS_LEASE_MS, LIBOS_POOLS). */
@@ -92,7 +94,12 @@ export class Cluster {
    * given 25 s, so a slow start fails inside the suite's 60 s hook timeout and is cleaned up.
    */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
-    const redis = await startRedis({ own: true, aof: true, fsync: options.fsync ?? 'always' });
+    const redis = await startRedis({
+      own: true,
+      aof: true,
+      fsync: options.fsync ?? 'always',
+      unixSocket: options.unixSocket ?? false,
+    });
     const port = await freePort();
     const cluster = new Cluster(redis, `http://127.0.0.1:${port}`, port, options);
     try {

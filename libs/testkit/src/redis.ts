@@ -26,6 +26,8 @@ export interface StartRedisOptions {
   aof?: boolean;
   /** With `aof`: fsync every write (`always`, the default: nothing acknowledged is lost in a crash) or once a second. */
   fsync?: 'always' | 'everysec';
+  /** Also listen on a unix socket in the server's dir, and make `url` its path (ioredis takes either). */
+  unixSocket?: boolean;
 }
 
 const HOW_TO_GET_ONE =
@@ -61,7 +63,12 @@ async function waitForPing(url: string, deadlineMs: number): Promise<void> {
   }
 }
 
-function launchRedisServer(port: number, dir: string, aof: false | 'always' | 'everysec'): ChildProcess {
+function launchRedisServer(
+  port: number,
+  dir: string,
+  aof: false | 'always' | 'everysec',
+  socket: string | undefined,
+): ChildProcess {
   const args = [
     '--port',
     String(port),
@@ -75,6 +82,7 @@ function launchRedisServer(port: number, dir: string, aof: false | 'always' | 'e
     'no',
   ];
   args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', aof] : ['--appendonly', 'no']));
+  if (socket) args.push('--unixsocket', socket, '--unixsocketperm', '700');
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   return child;
 }
@@ -84,11 +92,15 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function startLocalServer(aof: false | 'always' | 'everysec'): Promise<TestRedis | undefined> {
+async function startLocalServer(
+  aof: false | 'always' | 'everysec',
+  unixSocket: boolean,
+): Promise<TestRedis | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'libos-redis-'));
   const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
-  let child = launchRedisServer(port, dir, aof);
+  const socket = unixSocket ? join(dir, 'redis.sock') : undefined;
+  const url = socket ?? `redis://127.0.0.1:${port}`;
+  let child = launchRedisServer(port, dir, aof, socket);
   const missing = await new Promise<boolean>((resolve) => {
     child.once('error', () => resolve(true));
     setTimeout(() => resolve(false), 50);
@@ -101,7 +113,7 @@ async function startLocalServer(aof: false | 'always' | 'everysec'): Promise<Tes
   const relaunch = async (signal: NodeJS.Signals) => {
     child.kill(signal);
     await exited(child);
-    child = launchRedisServer(port, dir, aof);
+    child = launchRedisServer(port, dir, aof, socket);
     await waitForPing(url, 10_000);
   };
   return {
@@ -143,7 +155,10 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<TestR
     await waitForPing(envUrl, 5_000);
     return { url: envUrl, source: 'env', stop: async () => {} };
   }
-  const local = await startLocalServer(options.aof ? (options.fsync ?? 'always') : false);
+  const local = await startLocalServer(
+    options.aof ? (options.fsync ?? 'always') : false,
+    options.unixSocket ?? false,
+  );
   if (local) return local;
   if (!options.own) {
     const container = await startContainer();

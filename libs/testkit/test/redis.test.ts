@@ -33,3 +33,18 @@ test('each call gets its own server on its own port', async () => {
     await other.stop();
   }
 });
+
+test('a server asked for a unix socket is reached through its path, also after a crash', async () => {
+  const local = await startRedis({ own: true, aof: true, unixSocket: true });
+  try {
+    expect(local.url).toMatch(/\/redis\.sock$/);
+    const client = new Redis(local.url, { maxRetriesPerRequest: null });
+    await client.set('over-the-socket', 'yes');
+    expect((await client.client('INFO')) as string).toMatch(/addr=\/.*redis\.sock|addr=unix/);
+    await local.crash?.();
+    expect(await client.get('over-the-socket')).toBe('yes');
+    client.disconnect();
+  } finally {
+    await local.stop();
+  }
+});
