@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
 import type { FastifyRequest } from 'fastify';
 import { HttpRefusal } from './http-errors.js';
 
@@ -36,5 +37,31 @@ export class AdminAuth {
     const token = presentedToken(request);
     if (!token) throw new HttpRefusal('unauthenticated', 'an admin bearer token is required');
     if (!this.matches(token)) throw new HttpRefusal('permission_denied', 'this route needs the admin token');
+  }
+}
+
+/**
+ * Process tokens for tool calls. A token is checked against Redis the first time this
+ * coordinator sees it, so a request with a bad token is 401 before its body is looked at; after
+ * that, only by the scripts it runs, which compare it with the row in the same step as the call
+ * (a token that died since is refused there). Remembers token hashes, never tokens, and at most
+ * `max` of them (oldest forgotten first).
+ */
+export class ProcessAuth {
+  private readonly proven = new Set<string>();
+
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly max = 10_000,
+  ) {}
+
+  async caller(token: string): Promise<AuthenticatedCaller> {
+    const presented = this.kernel.callerOf(token);
+    const key = `${presented.pid}.${presented.proof.tokenHash}`;
+    if (this.proven.has(key)) return presented;
+    const caller = await this.kernel.authenticate(token);
+    this.proven.add(key);
+    if (this.proven.size > this.max) this.proven.delete(this.proven.values().next().value as string);
+    return caller;
   }
 }

@@ -13,7 +13,7 @@ import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
-import { type ScriptReply, Scripts, type TreeScript } from './scripts.js';
+import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 
 export interface KernelLimits {
@@ -65,6 +65,19 @@ export interface KernelOptions {
 /** Who makes a call. Every tool call names its caller and is checked against it. */
 export interface Caller {
   readonly pid: string;
+  /**
+   * Set when the caller proved itself with its process token (the coordinator's callers): every
+   * script then checks the token against the row in the same step as the call (a token dies at
+   * the terminal transition), and reports the notices due to the caller afterwards.
+   */
+  readonly proof?: CallerProof;
+}
+
+export interface CallerProof {
+  /** sha256 (hex) of the token's secret: what the row keeps. */
+  readonly tokenHash: string;
+  /** Notices due to the caller, as of its last script call. */
+  noticesDue: NoticesDue;
 }
 
 /** For blocking calls: stop early on `signal`, or answer `ready: false` after `pollMs`. */
@@ -109,11 +122,17 @@ export class KernelCore {
     this.hubInstance = undefined;
   }
 
-  /** One script call on the tree of `pidOrRoot`; its transitions go to the status index. */
-  async run(name: TreeScript, pidOrRoot: string, args: object): Promise<ScriptReply> {
+  /**
+   * One script call on the tree of `pidOrRoot`; its transitions go to the status index. A
+   * `caller` with a proof has its token checked by the script and learns its notices due.
+   */
+  async run(name: TreeScript, pidOrRoot: string, args: object, caller?: Caller): Promise<ScriptReply> {
     const root = rootOf(pidOrRoot);
-    const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), args);
+    const proof = caller?.proof;
+    const sent = proof ? { ...args, th: proof.tokenHash } : args;
+    const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
+    if (proof && reply.noticesDue) proof.noticesDue = reply.noticesDue;
     return reply;
   }
 

@@ -2,6 +2,7 @@ export type { AdminOps } from './admin.js';
 export { DEFAULT_ROOT_CAPABILITIES } from './admin.js';
 export {
   type Caller,
+  type CallerProof,
   type CallOptions,
   DEFAULT_LIMITS,
   type KernelLimits,

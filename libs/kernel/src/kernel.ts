@@ -11,18 +11,25 @@ import {
   type ToolResult,
 } from '@libos/protocol';
 import { AdminOps } from './admin.js';
-import { type Caller, type CallOptions, KernelCore, type KernelLimits, type KernelOptions } from './core.js';
+import {
+  type Caller,
+  type CallerProof,
+  type CallOptions,
+  KernelCore,
+  type KernelLimits,
+  type KernelOptions,
+} from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
 import { MessageTools } from './message-tools.js';
 import { ObjectTools } from './object-tools.js';
 import { ProcessTools } from './process-tools.js';
-import { parseToken, secretMatches } from './tokens.js';
+import { hashesMatch, hashSecret, parseToken } from './tokens.js';
 import type { WakeHub } from './wake-hub.js';
 import { WorkerOps } from './worker-ops.js';
 
-/** A caller proven by its token, and whether notices are due to it. */
+/** A caller that presented its token; every script it runs checks the token again. */
 export interface AuthenticatedCaller extends Caller {
-  readonly noticesDue: { readonly interrupt: boolean; readonly normal: boolean };
+  readonly proof: CallerProof;
 }
 
 /** Every tool as a method: `(caller, args, options?) => result`. Arguments are validated here. */
@@ -107,33 +114,47 @@ export class Kernel {
   }
 
   /**
-   * A process token -> its caller. The row keeps only sha256 of the secret; terminal processes
-   * have none (a token dies at the terminal transition).
+   * A process token -> its caller, checked against Redis now. The row keeps only sha256 of the
+   * secret; terminal processes have none (a token dies at the terminal transition).
    */
   async authenticate(token: string): Promise<AuthenticatedCaller> {
-    const parsed = parseToken(token);
-    if (!parsed) throw new KernelError('unauthenticated', 'not a process token', { reason: 'invalid_token' });
+    const caller = this.callerOf(token);
     const { redis, keys } = this.core;
     // One round trip: the row's status and hash, and whether notices are due (so a caller with
     // none pays nothing more for them).
     const replies = await redis
       .pipeline()
-      .hmget(keys.row(parsed.pid), 'status', 'th')
-      .exists(keys.notices('mi', parsed.pid))
-      .exists(keys.notices('mn', parsed.pid))
+      .hmget(keys.row(caller.pid), 'status', 'th')
+      .exists(keys.notices('mi', caller.pid))
+      .exists(keys.notices('mn', caller.pid))
       .exec();
     const [row, interrupts, normal] = (replies ?? []).map(([error, value]) => {
       if (error) throw new KernelError('unavailable', `redis is unavailable: ${error.message}`);
       return value;
     });
     const [status, hash] = Array.isArray(row) ? (row as (string | null)[]) : [];
-    if (!status || !hash || !secretMatches(parsed.secret, hash)) {
+    if (!status || !hash || !hashesMatch(caller.proof.tokenHash, hash)) {
       throw new KernelError('unauthenticated', 'the token is not valid', { reason: 'invalid_token' });
     }
     if (isTerminal(processStatusSchema.parse(status))) {
-      throw new KernelError('unauthenticated', `${parsed.pid} is ${status}`, { reason: 'terminal_caller' });
+      throw new KernelError('unauthenticated', `${caller.pid} is ${status}`, { reason: 'terminal_caller' });
     }
-    return { pid: parsed.pid, noticesDue: { interrupt: interrupts === 1, normal: normal === 1 } };
+    caller.proof.noticesDue = { interrupt: interrupts === 1, normal: normal === 1 };
+    return caller;
+  }
+
+  /**
+   * A process token -> its caller without asking Redis (for a token `authenticate` accepted
+   * before): each script the caller runs compares the token with the row in the same step, so
+   * a token that died since is refused there (`unauthenticated`), and nothing is changed.
+   */
+  callerOf(token: string): AuthenticatedCaller {
+    const parsed = parseToken(token);
+    if (!parsed) throw new KernelError('unauthenticated', 'not a process token', { reason: 'invalid_token' });
+    return {
+      pid: parsed.pid,
+      proof: { tokenHash: hashSecret(parsed.secret), noticesDue: { interrupt: false, normal: false } },
+    };
   }
 
   /** Notices waiting for `pid`, nothing consumed. */

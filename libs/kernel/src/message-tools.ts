@@ -86,13 +86,13 @@ export class MessageTools {
     if (args.correlation_id !== undefined) script.correlation_id = args.correlation_id;
     if (args.reply_to !== undefined) script.reply_to = args.reply_to;
     if (args.labels !== undefined) script.labels = args.labels;
-    const reply = await this.core.run('send', pid, script);
+    const reply = await this.core.run('send', pid, script, caller);
     const head = sendHeadSchema.parse(reply.head);
     return { message_id: head.message_id, created_at: iso(head.created_at) };
   }
 
   private async readOnce(
-    pid: string,
+    caller: Caller,
     args: ReadArgs,
     receive: boolean,
     block: boolean,
@@ -102,17 +102,23 @@ export class MessageTools {
     for (const key of ['kind', 'sender', 'channel', 'correlation_id', 'reply_to', 'message_ids'] as const) {
       if (args[key] !== undefined) filter[key] = args[key];
     }
-    const reply = await this.core.run('read', pid, {
-      caller: pid,
-      filter,
-      include_acked: args.include_acked,
-      ack: args.ack,
-      limit: args.limit,
-      receive,
-      block,
-      recheck,
-      retention: this.core.limits.ackedRetention,
-    });
+    const pid = caller.pid;
+    const reply = await this.core.run(
+      'read',
+      pid,
+      {
+        caller: pid,
+        filter,
+        include_acked: args.include_acked,
+        ack: args.ack,
+        limit: args.limit,
+        receive,
+        block,
+        recheck,
+        retention: this.core.limits.ackedRetention,
+      },
+      caller,
+    );
     const head = readHeadSchema.parse(reply.head);
     const messages: MessageView[] = [];
     const strings = stringsSchema.parse(reply.rest);
@@ -134,8 +140,8 @@ export class MessageTools {
   }
 
   async read(caller: Caller, args: ReadArgs): Promise<ToolResult<'read_process_messages'>> {
-    const pid = checkCaller(caller);
-    const { ready: _ready, ...result } = await this.readOnce(pid, args, false, false);
+    checkCaller(caller);
+    const { ready: _ready, ...result } = await this.readOnce(caller, args, false, false);
     return result;
   }
 
@@ -145,7 +151,7 @@ export class MessageTools {
     options?: CallOptions,
   ): Promise<ToolResult<'receive_process_messages'>> {
     const pid = checkCaller(caller);
-    if (!args.block) return this.readOnce(pid, args, true, false);
+    if (!args.block) return this.readOnce(caller, args, true, false);
     if (args.limit === 0 || (args.message_ids !== undefined && args.message_ids.length === 0)) {
       throw new KernelError(
         'invalid_argument',
@@ -157,7 +163,7 @@ export class MessageTools {
     }
     return this.core.blocking(
       this.core.keys.mailTopic(pid),
-      (recheck) => this.readOnce(pid, args, true, true, recheck),
+      (recheck) => this.readOnce(caller, args, true, true, recheck),
       (result) => result.ready,
       options,
     );

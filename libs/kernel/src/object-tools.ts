@@ -28,14 +28,14 @@ export class ObjectTools {
       root: args.root,
     };
     if (args.labels !== undefined) script.labels = args.labels;
-    const reply = await this.core.run('obj_create', pid, script);
+    const reply = await this.core.run('obj_create', pid, script, caller);
     return createHeadSchema.parse(reply.head);
   }
 
   async read(caller: Caller, args: ParsedToolArgs<'read_object'>): Promise<ToolResult<'read_object'>> {
     const pid = checkCaller(caller);
     sameTree(pid, args.oid);
-    const reply = await this.core.run('obj_read', pid, { caller: pid, oid: args.oid });
+    const reply = await this.core.run('obj_read', pid, { caller: pid, oid: args.oid }, caller);
     const head = readHeadSchema.parse(reply.head);
     const payload = jsonValueSchema.parse(JSON.parse(stringSchema.parse(reply.rest[0])));
     return { ...head, rights: rightsList(head.rights), payload };
@@ -50,7 +50,7 @@ export class ObjectTools {
       payload: this.core.json(args.payload, 'payload'),
     };
     if (args.if_version !== undefined) script.if_version = args.if_version;
-    const reply = await this.core.run('obj_write', pid, script);
+    const reply = await this.core.run('obj_write', pid, script, caller);
     return writeHeadSchema.parse(reply.head);
   }
 }

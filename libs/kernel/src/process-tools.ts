@@ -86,7 +86,7 @@ export class ProcessTools {
       script.iskills = spec.skills;
       script.pool = spec.pool;
     }
-    const reply = await this.core.run('spawn', pid, script);
+    const reply = await this.core.run('spawn', pid, script, caller);
     const head = spawnHeadSchema.parse(reply.head);
     const row = rowFromFlat(reply.rest[0]);
     await this.core.launch(row);
@@ -123,7 +123,12 @@ export class ProcessTools {
     args: ParsedToolArgs<'list_child_processes'>,
   ): Promise<ToolResult<'list_child_processes'>> {
     const pid = checkCaller(caller);
-    const reply = await this.core.run('list', pid, { caller: pid, include_terminal: args.include_terminal });
+    const reply = await this.core.run(
+      'list',
+      pid,
+      { caller: pid, include_terminal: args.include_terminal },
+      caller,
+    );
     const rows = reply.rest[0] === undefined ? [] : rowsSchema.parse(reply.rest[0]);
     return { children: rows.map((flat) => viewOf(rowFromFlat(flat))) };
   }
@@ -132,17 +137,18 @@ export class ProcessTools {
     const pid = checkCaller(caller);
     const target = args.pid ?? pid;
     sameTree(pid, target);
-    const reply = await this.core.run('get', pid, { caller: pid, pid: target });
+    const reply = await this.core.run('get', pid, { caller: pid, pid: target }, caller);
     return viewOf(rowFromFlat(reply.rest[0]));
   }
 
   private async waitOnce(
-    pid: string,
+    caller: Caller,
     child: string,
     block: boolean,
     recheck = false,
   ): Promise<ToolResult<'wait_child_process'>> {
-    const reply = await this.core.run('wait', pid, { caller: pid, child, block, recheck });
+    const pid = caller.pid;
+    const reply = await this.core.run('wait', pid, { caller: pid, child, block, recheck }, caller);
     const head = waitHeadSchema.parse(reply.head);
     const row = rowFromFlat(reply.rest[0]);
     return waitResult(row, head.ready, head.result_oid ?? null, head.withheld ?? null);
@@ -155,10 +161,10 @@ export class ProcessTools {
   ): Promise<ToolResult<'wait_child_process'>> {
     const pid = checkCaller(caller);
     sameTree(pid, args.child_pid);
-    if (!args.block) return this.waitOnce(pid, args.child_pid, false);
+    if (!args.block) return this.waitOnce(caller, args.child_pid, false);
     return this.core.blocking(
       this.core.keys.exitTopic(args.child_pid),
-      (recheck) => this.waitOnce(pid, args.child_pid, true, recheck),
+      (recheck) => this.waitOnce(caller, args.child_pid, true, recheck),
       (result) => result.ready,
       options,
     );
@@ -171,12 +177,17 @@ export class ProcessTools {
   ): Promise<ToolResult<'signal_child_process'>> {
     const pid = caller ? checkCaller(caller) : '';
     if (pid) sameTree(pid, args.child_pid);
-    const reply = await this.core.run('signal', args.child_pid, {
-      caller: pid,
-      child: args.child_pid,
-      signal: args.signal,
-      ...(args.reason === undefined ? {} : { reason: args.reason }),
-    });
+    const reply = await this.core.run(
+      'signal',
+      args.child_pid,
+      {
+        caller: pid,
+        child: args.child_pid,
+        signal: args.signal,
+        ...(args.reason === undefined ? {} : { reason: args.reason }),
+      },
+      caller,
+    );
     const head = signalHeadSchema.parse(reply.head);
     const row = rowFromFlat(reply.rest[0]);
     if (head.launch) await this.core.launch(row);
@@ -189,11 +200,12 @@ export class ProcessTools {
   ): Promise<ToolResult<'merge_child_memory'>> {
     const pid = checkCaller(caller);
     sameTree(pid, args.child_pid);
-    const reply = await this.core.run('merge', pid, {
-      caller: pid,
-      child: args.child_pid,
-      include_child_created: args.include_child_created,
-    });
+    const reply = await this.core.run(
+      'merge',
+      pid,
+      { caller: pid, child: args.child_pid, include_child_created: args.include_child_created },
+      caller,
+    );
     return mergeHeadSchema.parse(reply.head);
   }
 
@@ -202,7 +214,7 @@ export class ProcessTools {
     const script: Record<string, unknown> = { caller: pid, failed: args.failed };
     if (args.payload !== undefined) script.payload = this.core.json(args.payload, 'payload');
     if (args.reason !== undefined) script.reason = args.reason;
-    const reply = await this.core.run('exit', pid, script);
+    const reply = await this.core.run('exit', pid, script, caller);
     const head = exitHeadSchema.parse(reply.head);
     return { status: statusOf(rowFromFlat(reply.rest[0])), result_oid: head.result_oid || null };
   }

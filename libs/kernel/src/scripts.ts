@@ -36,7 +36,16 @@ function luaSource(name: string): string {
 const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number()]);
 export type IndexRecord = z.infer<typeof indexRecordSchema>;
 
-const headSchema = z.looseObject({ idx: luaList(indexRecordSchema).optional() });
+const headSchema = z.looseObject({
+  idx: luaList(indexRecordSchema).optional(),
+  nd: z.object({ i: z.number(), n: z.number() }).optional(),
+});
+
+/** Whether notices are due to a token-proven caller (interrupts, normal messages). */
+export interface NoticesDue {
+  readonly interrupt: boolean;
+  readonly normal: boolean;
+}
 
 export interface ScriptReply {
   /** The script's JSON head (its own fields; parse them with a schema). */
@@ -45,6 +54,8 @@ export interface ScriptReply {
   rest: unknown[];
   /** Transitions the status index must learn. */
   index: IndexRecord[];
+  /** For a call made with a token's proof: the notices due to the caller after it. */
+  noticesDue?: NoticesDue;
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
@@ -98,9 +109,13 @@ export class Scripts {
     }
     if (!Array.isArray(raw) || typeof raw[0] !== 'string')
       throw new KernelError('internal', `script ${name}: bad reply`);
-    const head = headSchema.parse(JSON.parse(raw[0]));
-    const { idx, ...rest } = head;
-    return { head: rest, rest: raw.slice(1), index: idx ?? [] };
+    const { idx, nd, ...head } = headSchema.parse(JSON.parse(raw[0]));
+    return {
+      head,
+      rest: raw.slice(1),
+      index: idx ?? [],
+      ...(nd ? { noticesDue: { interrupt: nd.i === 1, normal: nd.n === 1 } } : {}),
+    };
   }
 
   /** Index records, and worker completions to count by outcome type. */

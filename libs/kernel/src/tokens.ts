@@ -20,10 +20,10 @@ export function parseToken(token: string): { pid: string; secret: string } | und
   return { pid, secret };
 }
 
-/** Compare a presented secret with a stored hash in constant time. */
-export function secretMatches(secret: string, storedHash: string): boolean {
+/** Compare a presented secret's hash with a stored hash in constant time. */
+export function hashesMatch(presentedHash: string, storedHash: string): boolean {
   if (!/^[0-9a-f]{64}$/.test(storedHash)) return false;
-  const a = Buffer.from(hashSecret(secret), 'hex');
+  const a = Buffer.from(presentedHash, 'hex');
   const b = Buffer.from(storedHash, 'hex');
   return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -30,6 +30,8 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
 
   app.get('/metrics', { schema: { tags: ['ops'] } }, async (_request, reply) => {
     const { metrics, kernel, redis, launcher } = deps;
+    // This coordinator's own index records are batched: write them before counting.
+    await kernel.flushIndex();
     const pipeline = redis.pipeline();
     for (const status of PROCESS_STATUSES) pipeline.zcard(kernel.keys.indexStatus(status));
     const counts = (await pipeline.exec()) ?? [];

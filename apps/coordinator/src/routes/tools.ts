@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
-import { presentedToken } from '../auth.js';
+import { ProcessAuth, presentedToken } from '../auth.js';
 import { HttpRefusal } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
@@ -44,10 +44,11 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
   const { kernel, metrics } = deps;
   const typed = app.withTypeProvider<ZodTypeProvider>();
   // Authentication comes first: a request without a valid token is 401 whatever its body.
+  const auth = new ProcessAuth(kernel);
   typed.addHook('onRequest', async (request) => {
     const token = presentedToken(request);
     if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
-    request.caller = await kernel.authenticate(token);
+    request.caller = await auth.caller(token);
     request.log = request.log.child({ pid: request.caller.pid });
   });
   for (const name of TOOL_NAMES) {
@@ -79,14 +80,15 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           if (blocking) metrics.openLongPolls.dec();
         }
         await afterTool(deps, name, result);
-        // Notices due at authentication ride on this answer (taken only now, so a refused call
-        // loses none); ones that arrive during the call ride on the next one.
+        // Notices due as of the call ride on this answer (taken only now, so a refused call loses
+        // none); ones that arrive later ride on the next one.
+        const { noticesDue } = caller.proof;
         const notices: Notice[] = [];
-        if (caller.noticesDue.interrupt && !MESSAGE_TOOLS.includes(name)) {
+        if (noticesDue.interrupt && !MESSAGE_TOOLS.includes(name)) {
           const before = await kernel.takeNotices(caller.pid, 'before');
           if (before) notices.push(before);
         }
-        if (caller.noticesDue.normal) {
+        if (noticesDue.normal) {
           const after = await kernel.takeNotices(caller.pid, 'after');
           if (after) notices.push(after);
         }

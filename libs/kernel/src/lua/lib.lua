@@ -9,6 +9,8 @@ local NULL = cjson.null
 local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children' }
 local TERMINAL = { exited = true, failed = true, killed = true }
 local IDX = {}
+-- Notices due to a token-proven caller when its call began (see check_token).
+local ND = nil
 local NOW = nil
 
 local function now()
@@ -112,16 +114,37 @@ end
 
 local function reply(head, ...)
   head.idx = IDX
+  head.nd = ND
   return { cjson.encode(head), ... }
 end
 
 -- ---------------------------------------------------------------- callers and addressing
 
+-- A caller that presented a token (`A.th`, the sha256 of its secret) is checked against its row
+-- in the same step as what it does: a token dies at the terminal transition, which clears `th`.
+-- It also learns whether notices were due to it when the call began (the reply carries `nd`).
+local function check_token(pid, r)
+  if not A.th then return end
+  if r.th ~= A.th then
+    if TERMINAL[r.status] then
+      fail('unauthenticated', 'terminal_caller', 'the calling process ' .. pid .. ' is ' .. r.status)
+    end
+    fail('unauthenticated', 'invalid_token', 'the token is not valid')
+  end
+  ND = { i = redis.call('EXISTS', B .. 'mi:' .. pid), n = redis.call('EXISTS', B .. 'mn:' .. pid) }
+end
+
 -- The caller must be live and acting. `recheck`: a blocking call already in flight re-checks
 -- its wait; a caller paused meanwhile still gets the answer of its saved wait.
 local function caller_row(pid, fields, recheck)
+  if A.th and fields then
+    local with_th = { 'th' }
+    for _, f in ipairs(fields) do with_th[#with_th + 1] = f end
+    fields = with_th
+  end
   local r = load(pid, fields)
   if not r then fail('not_found', nil, 'no such process ' .. pid) end
+  check_token(pid, r)
   if TERMINAL[r.status] then
     fail('failed_precondition', 'terminal_caller', 'the calling process ' .. pid .. ' is ' .. r.status)
   end
