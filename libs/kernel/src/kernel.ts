@@ -108,9 +108,22 @@ export class Kernel {
   ): Promise<ToolResult<N>> {
     const tool = TOOLS[name];
     if (!tool) throw new KernelError('not_found', `no tool ${String(name)}`);
-    const parsed = parseOrThrow(tool.args, args ?? {}, name);
+    const parsed = parseOrThrow(tool.args, args ?? {}, name) as ParsedToolArgs<N>;
+    return this.runParsedTool(name, caller, parsed, options);
+  }
+
+  /**
+   * Run a tool whose arguments were already parsed by `TOOLS[name].args` (the coordinator's
+   * routes validate every body with that schema): the same as `callTool` without parsing twice.
+   */
+  async runParsedTool<N extends ToolName>(
+    name: N,
+    caller: Caller,
+    args: ParsedToolArgs<N>,
+    options?: CallOptions,
+  ): Promise<ToolResult<N>> {
     const run = this.impl[name] as AnyImpl;
-    return (await run(caller, parsed, options)) as ToolResult<N>;
+    return (await run(caller, args, options)) as ToolResult<N>;
   }
 
   /**

@@ -33,7 +33,7 @@ import {
 import { newFence } from './tokens.js';
 
 const renewHeadSchema = z.object({ status: processStatusSchema, psig: z.string(), lease: z.number() });
-const completeHeadSchema = z.object({ status: processStatusSchema, result_oid: z.string() });
+const completeHeadSchema = z.object({ status: processStatusSchema, result_oid: z.string(), gen: z.number() });
 const recoverHeadSchema = z.object({ recovered: z.boolean(), gone: z.boolean().optional() });
 
 export interface ClaimOptions {
@@ -155,14 +155,13 @@ export class WorkerOps {
       },
     });
     const head = completeHeadSchema.parse(reply.head);
-    const row = rowFromFlat(reply.rest[0]);
     // Derived, for metrics, with this completion's index batch: a crash before it is written
     // loses one count, never a completion.
     this.core.index.count(head.status === 'killed' ? 'killed' : type);
     return {
       status: head.status,
       result_oid: head.result_oid || null,
-      state_generation: Number(field(row, 'gen')),
+      state_generation: head.gen,
     };
   }
 

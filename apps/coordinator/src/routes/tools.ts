@@ -4,6 +4,7 @@ import {
   MESSAGE_TOOLS,
   type Notice,
   noticeSchema,
+  type ParsedToolArgs,
   TOOL_NAMES,
   TOOLS,
   type ToolName,
@@ -75,7 +76,9 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           const options = blocking
             ? { signal: abortOnClose(request, reply, deps.shutdown), pollMs: deps.pollMs }
             : undefined;
-          result = (await kernel.callTool(name, caller, request.body, options)) as Record<string, unknown>;
+          // The body was parsed by the tool's own schema above: the kernel need not parse it again.
+          const args = request.body as ParsedToolArgs<typeof name>;
+          result = (await kernel.runParsedTool(name, caller, args, options)) as Record<string, unknown>;
         } finally {
           if (blocking) metrics.openLongPolls.dec();
         }

@@ -12,7 +12,7 @@ if TERMINAL[r.status] then
   if r.uc == '1' then fail('failed_precondition', 'terminal', pid .. ' was already completed') end
   hset(pid, r, { uc = 1 })
   charge(pid, r, A.usage)
-  return reply({ status = r.status, result_oid = r.result, charged_only = true }, flat_row(pid))
+  return reply({ status = r.status, result_oid = r.result, charged_only = true, gen = tonumber(r.gen) })
 end
 if r.run ~= 'live' then
   fail('failed_precondition', 'superseded', 'attempt ' .. A.attempt .. ' of ' .. pid .. ' no longer holds the lease')
@@ -32,4 +32,4 @@ elseif status == 'exited' then
   result = oid
 end
 terminalize(pid, r, status, outcome, result)
-return reply({ status = status, result_oid = result }, flat_row(pid))
+return reply({ status = status, result_oid = result, gen = tonumber(r.gen) })
