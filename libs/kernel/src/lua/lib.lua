@@ -92,6 +92,19 @@ local function flat_row(pid)
   return redis.call('HGETALL', pkey(pid))
 end
 
+-- Only `fields` of a row, flat like HGETALL (absent ones left out): for replies that need few.
+local function fields_row(pid, fields)
+  local values = redis.call('HMGET', pkey(pid), unpack(fields))
+  local flat = {}
+  for i, f in ipairs(fields) do
+    if values[i] then
+      flat[#flat + 1] = f
+      flat[#flat + 1] = values[i]
+    end
+  end
+  return flat
+end
+
 local function hset(pid, r, fields)
   local args = {}
   for k, v in pairs(fields) do

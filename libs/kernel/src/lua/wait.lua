@@ -29,4 +29,5 @@ elseif A.block and pr.status ~= 'paused' then
 else
   touch(P, pr)
 end
-return reply(head, flat_row(A.child))
+-- What a wait answers about the child (see waitResult).
+return reply(head, fields_row(A.child, { 'pid', 'status', 'ws', 'outcome', 'gen' }))
