@@ -6,6 +6,9 @@
 // The cluster's parts run built, with plain node, as deployed. Two trivial children are measured:
 // `sh` (a shell script: the cheapest possible child) and `node` (the TypeScript echo child made
 // with serveChild: what a real engine's start-up costs at the least).
+// Options: --rounds N, --latency N (samples), --children N (sh) / --node-children N per round,
+// --fsync always|everysec (default everysec, as deploy/redis.conf), --redis unix|tcp (default
+// unix: one host, as `libos up` runs it; tcp: as parts on other hosts reach Redis).
 // Writes bench/results/cluster.json and bench/results/cluster.md.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -19,12 +22,13 @@ import { execa } from 'execa';
 
 const { values } = parseArgs({
   options: {
-    latency: { type: 'string', default: '200' },
+    latency: { type: 'string', default: '500' },
     children: { type: 'string', default: '1000' },
     'node-children': { type: 'string', default: '150' },
     concurrency: { type: 'string', default: '4' },
     rounds: { type: 'string', default: '2' },
     fsync: { type: 'string', default: 'everysec' },
+    redis: { type: 'string', default: 'unix' },
   },
 });
 const LATENCY_SAMPLES = Number(values.latency);
@@ -36,6 +40,9 @@ const TOTAL_CONCURRENCY = WORKERS * PER_WORKER;
 const ROUNDS = Number(values.rounds);
 // deploy/redis.conf's policy by default; `--fsync always` measures the stricter one.
 const FSYNC = values.fsync === 'always' ? 'always' : 'everysec';
+// How the parts reach Redis: its unix socket (as `libos up` runs it), or `--redis tcp` (loopback
+// TCP, as parts on other hosts would).
+const VIA = values.redis === 'tcp' ? 'tcp' : 'unix';
 const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
 const CHILD_KINDS = {
   sh: { command: 'sh', args: [STAMP, '{result_file}'] },
@@ -132,12 +139,11 @@ async function bareThroughput(kind: ChildKind): Promise<number> {
   return rate;
 }
 
-// As `libos up` runs on one host: Redis over its unix socket, fsync as deploy/redis.conf.
 const cluster = await Cluster.start({
   workers: WORKERS,
   concurrency: PER_WORKER,
   fsync: FSYNC,
-  unixSocket: true,
+  unixSocket: VIA === 'unix',
   coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn' },
 });
 try {
@@ -178,7 +184,7 @@ try {
     bench: 'cluster',
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version },
-    setup: `redis-server (AOF, appendfsync ${FSYNC}, reached over its unix socket), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
+    setup: `redis-server (AOF, appendfsync ${FSYNC}, reached over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
     latency,
     throughput: { children_per_round: CHILDREN, total_concurrency: TOTAL_CONCURRENCY, rounds, ratio },
     targets: { exit_to_wake_p99_ms: 10, throughput_ratio: 0.8 },
