@@ -68,7 +68,7 @@ export interface Caller {
   /**
    * Set when the caller proved itself with its process token (the coordinator's callers): every
    * script then checks the token against the row in the same step as the call (a token dies at
-   * the terminal transition), and reports the notices due to the caller afterwards.
+   * the terminal transition), and reports the notices due to the caller as the call began.
    */
   readonly proof?: CallerProof;
 }
@@ -76,7 +76,7 @@ export interface Caller {
 export interface CallerProof {
   /** sha256 (hex) of the token's secret: what the row keeps. */
   readonly tokenHash: string;
-  /** Notices due to the caller, as of its last script call. */
+  /** Notices due to the caller as its last script call began. */
   noticesDue: NoticesDue;
 }
 
