@@ -26,7 +26,7 @@ const { values } = parseArgs({
     children: { type: 'string', default: '1000' },
     'node-children': { type: 'string', default: '150' },
     concurrency: { type: 'string', default: '4' },
-    rounds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
     fsync: { type: 'string', default: 'everysec' },
     redis: { type: 'string', default: 'unix' },
   },
