@@ -6,9 +6,10 @@
 // The cluster's parts run built, with plain node, as deployed. Two trivial children are measured:
 // `sh` (a shell script: the cheapest possible child) and `node` (the TypeScript echo child made
 // with serveChild: what a real engine's start-up costs at the least).
-// Options: --rounds N, --latency N (samples), --children N (sh) / --node-children N per round,
-// --fsync always|everysec (default everysec, as deploy/redis.conf), --redis unix|tcp (default
-// unix: one host, as `libos up` runs it; tcp: as parts on other hosts reach Redis).
+// Options: --rounds N (3), --warm-up N (3 unmeasured sh rounds of each side first), --latency N
+// (500 samples), --children N (1000 sh) and --node-children N (150) per round, --fsync
+// always|everysec (default everysec, as deploy/redis.conf), --redis unix|tcp (default unix: one
+// host, as `libos up` runs it; tcp: as parts on other hosts reach Redis).
 // Writes bench/results/cluster.json and bench/results/cluster.md.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     'node-children': { type: 'string', default: '150' },
     concurrency: { type: 'string', default: '4' },
     rounds: { type: 'string', default: '3' },
+    'warm-up': { type: 'string', default: '3' },
     fsync: { type: 'string', default: 'everysec' },
     redis: { type: 'string', default: 'unix' },
   },
@@ -38,6 +40,7 @@ const PER_WORKER = Number(values.concurrency);
 const WORKERS = 2;
 const TOTAL_CONCURRENCY = WORKERS * PER_WORKER;
 const ROUNDS = Number(values.rounds);
+const WARM_UP_ROUNDS = Number(values['warm-up']);
 // deploy/redis.conf's policy by default; `--fsync always` measures the stricter one.
 const FSYNC = values.fsync === 'always' ? 'always' : 'everysec';
 // How the parts reach Redis: its unix socket (as `libos up` runs it), or `--redis tcp` (loopback
@@ -151,10 +154,13 @@ try {
   for (const kind of Object.keys(CHILD_KINDS) as ChildKind[]) {
     await cluster.admin.putImage(`bench-${kind}`, { ...CHILD_KINDS[kind], deadline_ms: 30_000 });
   }
-  // Warm-up, the same for both sides: one unmeasured round of each, so JIT compilation and
-  // connection set-up are not charged to either. Steady state is what a fleet runs in.
-  await bareThroughput('sh');
-  await clusterThroughput(cluster, 'sh');
+  // Warm-up, the same for both sides: unmeasured rounds of each, so JIT compilation (four
+  // processes on the cluster's side take a few thousand children to settle) and connection
+  // set-up are not charged to either. Steady state is what a fleet runs in.
+  for (let i = 0; i < WARM_UP_ROUNDS; i++) {
+    await bareThroughput('sh');
+    await clusterThroughput(cluster, 'sh');
+  }
   const warm = await cluster.root('warm-up', { goal: 'warm-up', resource_budget: { children: 50 } });
   for (let i = 0; i < 20; i++) {
     const child = await warm.client.spawn({ goal: 'w', image: 'stamp' });
