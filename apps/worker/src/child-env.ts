@@ -19,7 +19,10 @@ export function inheritedEnvironment(workerEnv: NodeJS.ProcessEnv): Readonly<Rec
   return env;
 }
 
-/** A child's whole environment: the inherited one, then the image's `env`, then the child's identity last, so an image cannot override it. */
+/**
+ * A child's whole environment: the inherited one, then the image's `env`, then the child's
+ * identity last, so an image cannot override it.
+ */
 export function childEnvironment(
   inherited: Readonly<Record<string, string>>,
   imageEnv: Record<string, string> | undefined,
