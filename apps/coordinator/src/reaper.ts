@@ -57,7 +57,7 @@ export class Reaper {
     for (const recovery of await this.kernel.worker.reapExpired()) {
       this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
     }
-    // It reads every old runnable process and its job: once per relaunch window is enough.
+    // It reads every runnable row (a few fields each) and old ones' jobs: once per window is enough.
     if (Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
       this.lastRelaunch = Date.now();
       await this.relaunchLost();
@@ -66,26 +66,15 @@ export class Reaper {
 
   private async relaunchLost(): Promise<void> {
     const cutoff = Date.now() - this.options.relaunchAfterMs;
-    const pools = new Map<string, string>();
     let cursor: string | undefined;
     do {
-      const page = await this.kernel.admin.listProcesses({
-        status: 'runnable',
-        limit: 500,
-        ...(cursor ? { cursor } : {}),
-      });
-      for (const view of page.processes) {
-        if (view.driver !== 'worker' || !view.image || Date.parse(view.updated_at) > cutoff) continue;
-        let pool = pools.get(view.image);
-        if (!pool) {
-          pool = (await this.kernel.admin.getImage(view.image)).spec.pool;
-          pools.set(view.image, pool);
-        }
-        if (await this.launcher.queue(pool).getJob(launchJobId(view.pid, view.attempt))) continue;
-        this.log.warn({ pid: view.pid, attempt: view.attempt }, 'runnable without a job: enqueued again');
+      const page = await this.kernel.admin.staleLaunches(cutoff, cursor);
+      for (const { pid, attempt, pool } of page.launches) {
+        if (await this.launcher.queue(pool).getJob(launchJobId(pid, attempt))) continue;
+        this.log.warn({ pid, attempt }, 'runnable without a job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
-        await this.kernel.admin.launchOf(view.pid).catch((error: unknown) => {
-          this.log.warn({ pid: view.pid, err: error }, 'relaunch refused');
+        await this.kernel.admin.launchOf(pid).catch((error: unknown) => {
+          this.log.warn({ pid, err: error }, 'relaunch refused');
         });
       }
       cursor = page.next_cursor ?? undefined;

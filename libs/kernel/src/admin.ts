@@ -30,6 +30,13 @@ import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import type { IndexRecord } from './scripts.js';
 import { mintToken, newRootPid } from './tokens.js';
 
+/** A runnable launch as the reaper checks it against its queue. */
+export interface StaleLaunch {
+  pid: string;
+  attempt: number;
+  pool: string;
+}
+
 // Built once, not per call: building a zod schema costs more than parsing with it.
 const storedObjectSchema = z.record(z.string(), z.string());
 const labelsSchema = z.array(z.string());
@@ -154,6 +161,37 @@ export class AdminOps {
       if (!q.status || view.status === q.status) processes.push(view);
     }
     return { processes, next_cursor: pids.length > q.limit ? (page[page.length - 1] ?? null) : null };
+  }
+
+  /**
+   * Worker-driven runnable processes whose row has not changed since `before` (ms since the
+   * epoch): launches that may have been recorded but never enqueued (the reaper checks their
+   * jobs). Reads six fields per runnable row, not whole views, a page at a time.
+   */
+  async staleLaunches(
+    before: number,
+    cursor?: string,
+    limit = 500,
+  ): Promise<{ launches: StaleLaunch[]; next_cursor: string | null }> {
+    await this.core.index.drain();
+    const start = cursor ? `(${cursor}` : '-';
+    const key = this.core.keys.indexStatus('runnable');
+    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1);
+    const page = pids.slice(0, limit);
+    const pipeline = this.core.redis.pipeline();
+    for (const pid of page) {
+      pipeline.hmget(this.core.keys.row(pid), 'status', 'driver', 'attempt', 'pool', 'ut', 'ct');
+    }
+    const launches: StaleLaunch[] = [];
+    for (const [index, [error, value]] of ((await pipeline.exec()) ?? []).entries()) {
+      if (error) throw new KernelError('unavailable', error.message);
+      const [status, driver, attempt, pool, updated, created] = indexFieldsSchema.parse(value);
+      const pid = page[index];
+      const since = Number(updated ?? created ?? Number.POSITIVE_INFINITY);
+      if (!pid || status !== 'runnable' || driver === 'caller' || since > before) continue;
+      launches.push({ pid, attempt: Number(attempt ?? '1'), pool: pool || 'default' });
+    }
+    return { launches, next_cursor: pids.length > limit ? (page[page.length - 1] ?? null) : null };
   }
 
   /** An operator's signal: any nonterminal process; resume may clear a host-only gate. */

@@ -1,4 +1,4 @@
-export type { AdminOps } from './admin.js';
+export type { AdminOps, StaleLaunch } from './admin.js';
 export { DEFAULT_ROOT_CAPABILITIES } from './admin.js';
 export {
   type Caller,

@@ -1,0 +1,41 @@
+import { launchJobId } from '@libos/protocol';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type Harness, startHarness } from './helpers.js';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ LIBOS_REAPER_INTERVAL_MS: '100', LIBOS_RELAUNCH_AFTER_MS: '300' });
+  await h.admin.putImage('echo', { command: 'sh', args: ['-c', 'exit 0', 'sh', '{result_file}'] });
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not reached');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+test('a runnable process whose launch never reached the queue is enqueued again, once, by the reaper', async () => {
+  const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 2 } });
+  const parent = h.as(root.token!);
+  const lost = await parent.spawn({ goal: 'lost', image: 'echo' });
+  const kept = await parent.spawn({ goal: 'kept', image: 'echo' });
+  const queue = h.coordinator.launcher.queue('default');
+  const keptJob = await queue.getJob(launchJobId(kept.pid, 1));
+  expect(keptJob).toBeDefined();
+  // A coordinator that died between recording the launch and enqueueing it leaves this.
+  await (await queue.getJob(launchJobId(lost.pid, 1)))?.remove();
+  expect(await queue.getJob(launchJobId(lost.pid, 1))).toBeUndefined();
+
+  await until(async () => (await queue.getJob(launchJobId(lost.pid, 1))) !== undefined, 5_000);
+  const relaunched = await queue.getJob(launchJobId(lost.pid, 1));
+  expect(relaunched?.data).toEqual({ pid: lost.pid, attempt: 1 });
+  expect((await h.admin.getProcess(lost.pid)).status).toBe('runnable');
+  // The other launch was left alone: same job, same timestamp.
+  expect((await queue.getJob(launchJobId(kept.pid, 1)))?.timestamp).toBe(keptJob?.timestamp);
+  expect(await queue.getJobCounts('waiting')).toMatchObject({ waiting: 2 });
+});
