@@ -46,13 +46,12 @@ export class WakeHub {
     this.sub.on('smessage', (channel: string, data: string) => {
       const space = data.indexOf(' ');
       if (space < 0) return;
-      const key = data.slice(0, space);
+      const listeners = this.channels.get(channel)?.listeners.get(data.slice(0, space));
+      if (!listeners) return; // another pid of the tree, with no waiter here
       const message = data.slice(space + 1);
       // Exit wakes read `<pid> <status> <ms since the epoch at the transition>`.
       const at = /^(?:exited|failed|killed) (\d+)$/.exec(message)?.[1];
       if (at !== undefined) this.onExitWake?.(Math.max(0, Date.now() - Number(at)));
-      const listeners = this.channels.get(channel)?.listeners.get(key);
-      if (!listeners) return;
       for (const listener of listeners) listener({ type: 'message', message });
     });
     this.sub.on('ready', () => {
