@@ -144,11 +144,8 @@ export class AdminOps {
   /** Processes by status (from the derived index), ordered by pid, with a cursor. */
   async listProcesses(query: unknown = {}): Promise<ListProcessesResult> {
     const q = parseOrThrow(listProcessesQuerySchema, query, 'list processes');
-    await this.core.index.drain();
     const key = q.status ? this.core.keys.indexStatus(q.status) : this.core.keys.indexAll;
-    const start = q.cursor ? `(${q.cursor}` : '-';
-    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, q.limit + 1);
-    const page = pids.slice(0, q.limit);
+    const { page, next_cursor } = await this.indexPage(key, q.cursor, q.limit);
     const pipeline = this.core.redis.pipeline();
     for (const pid of page) pipeline.hgetall(this.core.keys.row(pid));
     const rows = (await pipeline.exec()) ?? [];
@@ -160,7 +157,20 @@ export class AdminOps {
       const view = viewOf(rowFromFlat(flat));
       if (!q.status || view.status === q.status) processes.push(view);
     }
-    return { processes, next_cursor: pids.length > q.limit ? (page[page.length - 1] ?? null) : null };
+    return { processes, next_cursor };
+  }
+
+  /** One page of an index set's pids, in pid order after `cursor`, once pending records are in. */
+  private async indexPage(
+    key: string,
+    cursor: string | undefined,
+    limit: number,
+  ): Promise<{ page: string[]; next_cursor: string | null }> {
+    await this.core.index.drain();
+    const start = cursor ? `(${cursor}` : '-';
+    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1);
+    const page = pids.slice(0, limit);
+    return { page, next_cursor: pids.length > limit ? (page[page.length - 1] ?? null) : null };
   }
 
   /**
@@ -173,11 +183,7 @@ export class AdminOps {
     cursor?: string,
     limit = 500,
   ): Promise<{ launches: StaleLaunch[]; next_cursor: string | null }> {
-    await this.core.index.drain();
-    const start = cursor ? `(${cursor}` : '-';
-    const key = this.core.keys.indexStatus('runnable');
-    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1);
-    const page = pids.slice(0, limit);
+    const { page, next_cursor } = await this.indexPage(this.core.keys.indexStatus('runnable'), cursor, limit);
     const pipeline = this.core.redis.pipeline();
     for (const pid of page) {
       pipeline.hmget(this.core.keys.row(pid), 'status', 'driver', 'attempt', 'pool', 'ut', 'ct');
@@ -191,7 +197,7 @@ export class AdminOps {
       if (!pid || status !== 'runnable' || driver === 'caller' || since > before) continue;
       launches.push({ pid, attempt: Number(attempt ?? '1'), pool: pool || 'default' });
     }
-    return { launches, next_cursor: pids.length > limit ? (page[page.length - 1] ?? null) : null };
+    return { launches, next_cursor };
   }
 
   /** An operator's signal: any nonterminal process; resume may clear a host-only gate. */

@@ -10,8 +10,7 @@ import type { IndexRecord, Scripts } from './scripts.js';
  */
 export class IndexWriter {
   private queue: IndexRecord[] = [];
-  private counts: Record<string, number> = {};
-  private counted = false;
+  private counts = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private inflight = new Set<Promise<void>>();
   failures = 0;
@@ -31,8 +30,7 @@ export class IndexWriter {
 
   /** Count one worker completion of `outcome` type (for metrics), with the next batch. */
   count(outcome: string): void {
-    this.counts[outcome] = (this.counts[outcome] ?? 0) + 1;
-    this.counted = true;
+    this.counts.set(outcome, (this.counts.get(outcome) ?? 0) + 1);
     this.schedule();
   }
 
@@ -44,12 +42,11 @@ export class IndexWriter {
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.queue.length === 0 && !this.counted) return;
+    if (this.queue.length === 0 && this.counts.size === 0) return;
     const batch = this.queue;
-    const counts = this.counts;
+    const counts = Object.fromEntries(this.counts);
     this.queue = [];
-    this.counts = {};
-    this.counted = false;
+    this.counts = new Map();
     const done = this.scripts
       .index(this.keys.indexGen, this.keys.index, batch, counts)
       .catch((error: unknown) => {
@@ -62,7 +59,7 @@ export class IndexWriter {
 
   /** Resolves when every record pushed so far has been written (or has failed). */
   async drain(): Promise<void> {
-    if (this.queue.length > 0 || this.counted) this.flush();
+    if (this.queue.length > 0 || this.counts.size > 0) this.flush();
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
   }
 }

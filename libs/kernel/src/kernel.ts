@@ -1,10 +1,8 @@
 import {
-  isTerminal,
   type Notice,
   type ParsedToolArgs,
   type PendingNotices,
   pidSchema,
-  processStatusSchema,
   TOOLS,
   type ToolArgs,
   type ToolName,
@@ -23,7 +21,7 @@ import { KernelError, parseOrThrow } from './errors.js';
 import { MessageTools } from './message-tools.js';
 import { ObjectTools } from './object-tools.js';
 import { ProcessTools } from './process-tools.js';
-import { hashesMatch, hashSecret, parseToken } from './tokens.js';
+import { hashSecret, parseToken } from './tokens.js';
 import type { WakeHub } from './wake-hub.js';
 import { WorkerOps } from './worker-ops.js';
 
@@ -127,32 +125,13 @@ export class Kernel {
   }
 
   /**
-   * A process token -> its caller, checked against Redis now. The row keeps only sha256 of the
-   * secret; terminal processes have none (a token dies at the terminal transition).
+   * A process token -> its caller, checked against Redis now by the same check every script makes
+   * of a caller with a proof (one small script). The row keeps only sha256 of the secret;
+   * terminal processes have none (a token dies at the terminal transition).
    */
   async authenticate(token: string): Promise<AuthenticatedCaller> {
     const caller = this.callerOf(token);
-    const { redis, keys } = this.core;
-    // One round trip: the row's status and hash, and whether notices are due (so a caller with
-    // none pays nothing more for them).
-    const replies = await redis
-      .pipeline()
-      .hmget(keys.row(caller.pid), 'status', 'th')
-      .exists(keys.notices('mi', caller.pid))
-      .exists(keys.notices('mn', caller.pid))
-      .exec();
-    const [row, interrupts, normal] = (replies ?? []).map(([error, value]) => {
-      if (error) throw new KernelError('unavailable', `redis is unavailable: ${error.message}`);
-      return value;
-    });
-    const [status, hash] = Array.isArray(row) ? (row as (string | null)[]) : [];
-    if (!status || !hash || !hashesMatch(caller.proof.tokenHash, hash)) {
-      throw new KernelError('unauthenticated', 'the token is not valid', { reason: 'invalid_token' });
-    }
-    if (isTerminal(processStatusSchema.parse(status))) {
-      throw new KernelError('unauthenticated', `${caller.pid} is ${status}`, { reason: 'terminal_caller' });
-    }
-    caller.proof.noticesDue = { interrupt: interrupts === 1, normal: normal === 1 };
+    await this.core.run('auth', caller.pid, { caller: caller.pid }, caller);
     return caller;
   }
 

@@ -6,6 +6,7 @@ import { luaList } from './lua-json.js';
 
 /** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
 export const TREE_SCRIPTS = [
+  'auth',
   'create_root',
   'spawn',
   'list',

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { PID_PATTERN } from '@libos/protocol';
 
 /** A process token is `<pid>.<secret>`: 256 random bits, base64url (no dots). */
@@ -18,14 +18,6 @@ export function parseToken(token: string): { pid: string; secret: string } | und
   const secret = token.slice(dot + 1);
   if (!PID_PATTERN.test(pid) || !/^[A-Za-z0-9_-]{16,128}$/.test(secret)) return undefined;
   return { pid, secret };
-}
-
-/** Compare a presented secret's hash with a stored hash in constant time. */
-export function hashesMatch(presentedHash: string, storedHash: string): boolean {
-  if (!/^[0-9a-f]{64}$/.test(storedHash)) return false;
-  const a = Buffer.from(presentedHash, 'hex');
-  const b = Buffer.from(storedHash, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** A root pid: `p` and 10 base36 characters (~51 bits). */

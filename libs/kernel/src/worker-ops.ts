@@ -74,7 +74,7 @@ export class WorkerOps {
     const imageSpec = imageSpecOf(row);
     if (!imageSpec) {
       throw new KernelError('failed_precondition', `${pid} has no image: nothing to launch`, {
-        reason: 'no_image',
+        reason: 'not_runnable',
       });
     }
     return {

@@ -138,8 +138,8 @@ end
 -- It also learns whether notices were due to it when the call began (the reply carries `nd`).
 local function check_token(pid, r)
   if not A.th then return end
-  if r.th ~= A.th then
-    if TERMINAL[r.status] then
+  if not r or r.th ~= A.th then
+    if r and TERMINAL[r.status] then
       fail('unauthenticated', 'terminal_caller', 'the calling process ' .. pid .. ' is ' .. r.status)
     end
     fail('unauthenticated', 'invalid_token', 'the token is not valid')
@@ -156,8 +156,8 @@ local function caller_row(pid, fields, recheck)
     fields = with_th
   end
   local r = load(pid, fields)
-  if not r then fail('not_found', nil, 'no such process ' .. pid) end
   check_token(pid, r)
+  if not r then fail('not_found', nil, 'no such process ' .. pid) end
   if TERMINAL[r.status] then
     fail('failed_precondition', 'terminal_caller', 'the calling process ' .. pid .. ' is ' .. r.status)
   end
