@@ -1,13 +1,23 @@
 import { type ImageSpec, type ImageView, imageNameSchema, imageSpecSchema } from '@libos/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { KernelError, parseOrThrow } from './errors.js';
+import { fromZod, KernelError, parseOrThrow } from './errors.js';
 import type { Keys } from './keys.js';
 
 const storedSchema = z.object({ spec: imageSpecSchema, updated_at: z.string() });
 
 function viewOf(name: string, stored: z.infer<typeof storedSchema>): ImageView {
   return { name, spec: stored.spec, kind: stored.spec.kind ?? name, updated_at: stored.updated_at };
+}
+
+/** A stored image as it reads now: one put before a rule tightened (a relative `cwd`) is refused. */
+function decode(name: string, raw: string): ImageView {
+  const parsed = storedSchema.safeParse(JSON.parse(raw));
+  if (!parsed.success) {
+    const refusal = fromZod(`stored image ${name} no longer validates; put it again`, parsed.error);
+    throw new KernelError('failed_precondition', refusal.message, refusal.details);
+  }
+  return viewOf(name, parsed.data);
 }
 
 /**
@@ -23,6 +33,7 @@ export class ImageRegistry {
     private readonly cacheMs: number,
   ) {}
 
+  /** Validates the spec (a `cwd` must be absolute, without `.`/`..`) and stores it normalised. */
   async put(name: string, input: unknown): Promise<ImageView> {
     parseOrThrow(imageNameSchema, name, 'image name');
     const spec = parseOrThrow(imageSpecSchema, input, 'image');
@@ -37,7 +48,7 @@ export class ImageRegistry {
     const hit = this.cache.get(name);
     if (hit && Date.now() - hit.at < this.cacheMs) return hit.view;
     const raw = await this.redis.hget(this.keys.images, name);
-    const view = raw ? viewOf(name, storedSchema.parse(JSON.parse(raw))) : undefined;
+    const view = raw ? decode(name, raw) : undefined;
     this.cache.set(name, { view, at: Date.now() });
     return view;
   }
@@ -51,7 +62,7 @@ export class ImageRegistry {
   async list(): Promise<ImageView[]> {
     const all = await this.redis.hgetall(this.keys.images);
     return Object.entries(all)
-      .map(([name, raw]) => viewOf(name, storedSchema.parse(JSON.parse(raw))))
+      .map(([name, raw]) => decode(name, raw))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 }

@@ -54,13 +54,13 @@ describe('spawn_child_process', () => {
     expect(b.cwd).toBe('/work/proj/sub/dir');
     const c = await k().tools.spawn_child_process(
       { pid: parent.pid },
-      { goal: 'c', working_directory: '/tmp/x/../y' },
+      { goal: 'c', working_directory: '/work/proj/x/../y' },
     );
-    expect(c.cwd).toBe('/tmp/y');
+    expect(c.cwd).toBe('/work/proj/y');
     const bad = await refusal(
       k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'd', working_directory: '../up' }),
     );
-    expect([bad.code, bad.reason]).toEqual(['invalid_argument', 'path']);
+    expect([bad.code, bad.reason]).toEqual(['permission_denied', 'path']);
   });
 
   it('needs read authority for a different image, not for the parent’s own', async () => {
@@ -101,7 +101,14 @@ describe('spawn_child_process', () => {
   });
 
   it('resolves relative inherited paths against the parent cwd even when the child gets another cwd', async () => {
-    const parent = await root(env, { cwd: '/work/p' });
+    const parent = await root(env, {
+      cwd: '/work/p',
+      capabilities: [
+        SPAWN,
+        { resource: 'path:/elsewhere', rights: ['write'] },
+        { resource: 'path:/etc/hosts', rights: ['read'] },
+      ],
+    });
     const child = await k().tools.spawn_child_process(
       { pid: parent.pid },
       {
@@ -128,7 +135,7 @@ describe('spawn_child_process', () => {
         { goal: 'g', inherited_paths: ['../../etc/passwd'] },
       ),
     );
-    expect([bad.code, bad.reason]).toEqual(['invalid_argument', 'path']);
+    expect([bad.code, bad.reason]).toEqual(['permission_denied', 'path']);
     expect((await k().tools.list_child_processes({ pid: parent.pid }, {})).children).toHaveLength(before);
   });
 

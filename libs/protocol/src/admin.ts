@@ -6,12 +6,31 @@ import { processStatusSchema, processViewSchema, signalSchema } from './process.
 
 export const RESULT_FILE_ARG = '{result_file}';
 
+/**
+ * An image's `cwd`: an absolute path with no `.` or `..` segment and no NUL (a root's cwd comes
+ * from it, and every path of its tree is confined below it), stored without `//` or a trailing `/`.
+ */
+export const imageCwdSchema = z
+  .string()
+  .max(4096)
+  .superRefine((path, ctx) => {
+    const problem = !path.startsWith('/')
+      ? 'must be an absolute path'
+      : path.includes('\0')
+        ? 'must not contain a NUL byte'
+        : path.split('/').some((segment) => segment === '.' || segment === '..')
+          ? 'must not contain . or .. segments'
+          : undefined;
+    if (problem) ctx.addIssue({ code: 'custom', message: `${problem}: ${JSON.stringify(path)}` });
+  })
+  .transform((path) => `/${path.split('/').filter(Boolean).join('/')}`);
+
 /** How a worker launches a child. `args` must name `{result_file}`. */
 export const imageSpecSchema = z
   .strictObject({
     command: z.string().min(1),
     args: z.array(z.string()).default([]),
-    cwd: z.string().optional(),
+    cwd: imageCwdSchema.optional(),
     env: z.record(z.string(), z.string()).optional(),
     kind: z.string().min(1).max(128).optional(),
     pool: z

@@ -4,11 +4,30 @@ local function live(g)
   return not given(g.expires_at) or g.expires_at > now()
 end
 
+-- A path named with a `.` or `..` segment or a NUL is covered only by a grant naming it exactly:
+-- a prefix must not reach `path:/srv/data/../../etc`.
+local function plain_path(p)
+  if string.find(p, '%z') then return false end
+  for seg in string.gmatch(p, '[^/]+') do
+    if seg == '.' or seg == '..' then return false end
+  end
+  return true
+end
+
 local function resource_covers(held, wanted)
   if held == wanted then return true end
+  local is_path = string.sub(wanted, 1, 5) == 'path:'
+  if is_path and not plain_path(wanted) then return false end
   if string.sub(held, -1) == '*' then
     local prefix = string.sub(held, 1, -2)
     return string.sub(wanted, 1, #prefix) == prefix
+  end
+  -- `path:<dir>` covers the directory and everything below it, not a sibling sharing its prefix
+  -- (`path:/srv/data` covers `path:/srv/data/x`, not `path:/srv/database`)
+  if is_path and string.sub(held, 1, 6) == 'path:/' and plain_path(held) then
+    local dir = string.gsub(string.sub(held, 6), '/+$', '')
+    local p = string.sub(wanted, 6)
+    return p == dir or string.sub(p, 1, #dir + 1) == dir .. '/'
   end
   return false
 end

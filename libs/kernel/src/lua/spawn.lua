@@ -2,6 +2,12 @@
 -- spawn_child_process and fork_child_process. A: caller, mode (spawn|worker|restricted|copy|
 -- speculative), goal, input? (JSON), image?, ispec?, idef?, iskills? and pool? (the image's
 -- spec, default budget, skills and pool, given with image), cwd?, paths, caps, budget, clearance?, root_oids?, include_parent_roots.
+-- Refusals, all before the first write (besides caller_row's): permission_denied with reason
+-- missing_capability (no process:spawn use; no read on another image), path (a working_directory
+-- or inherited path outside the parent's cwd that no live path: grant of the parent covers with
+-- the right it needs), restricted, not_held / not_delegable (delegation), no_handle / rights (fork
+-- roots), data_flow; invalid_argument with no_image, path (a NUL in a path); not_found released;
+-- resource_exhausted budget.
 local P = A.caller
 local PARENT_FIELDS = { 'status', 'parent', 'gen', 'lease', 'ws', 'caps', 'image', 'ispec', 'idef', 'iskills',
   'pool', 'cwd', 'clr', 'taint', 'skills', 'roots' }
@@ -26,17 +32,18 @@ if given(A.image) then
 end
 if image == '' then fail('invalid_argument', 'no_image', 'no image given and the parent has none') end
 
--- paths: relative ones resolve against the parent's cwd at launch and may not climb above it
+-- paths: absolute, or relative to the parent's cwd; normalised (`..` above `/` stays at `/`).
+-- Each must resolve inside the parent's cwd, or inside a live path: grant of the parent with the
+-- right its access needs (an inherited path its access, a working_directory write: the worker
+-- mounts a process's cwd read-write).
 local function normpath(base, p)
   if string.find(p, '%z') then return nil end
-  local parts, floor = {}, 0
+  local parts = {}
   if string.sub(p, 1, 1) ~= '/' then
     for seg in string.gmatch(base, '[^/]+') do parts[#parts + 1] = seg end
-    floor = #parts
   end
   for seg in string.gmatch(p, '[^/]+') do
     if seg == '..' then
-      if #parts <= floor then return nil end
       parts[#parts] = nil
     elseif seg ~= '.' then
       parts[#parts + 1] = seg
@@ -44,16 +51,26 @@ local function normpath(base, p)
   end
   return '/' .. table.concat(parts, '/')
 end
-local cwd = pr.cwd
-if given(A.cwd) then
-  cwd = normpath(pr.cwd, A.cwd)
-  if not cwd then fail('invalid_argument', 'path', 'working_directory escapes the parent cwd: ' .. A.cwd) end
+local function inside(dir, p)
+  return dir == '/' or p == dir or string.sub(p, 1, #dir + 1) == dir .. '/'
 end
+local pcwd = normpath('/', pr.cwd)
+local function confined(what, given_path, right)
+  local abs = normpath(pcwd, given_path)
+  if not abs then fail('invalid_argument', 'path', what .. ' contains a NUL byte') end
+  if not inside(pcwd, abs) and not holds(pcaps, 'path:' .. abs, right) then
+    local shown = abs
+    if given_path ~= abs then shown = abs .. ' (given as ' .. given_path .. ')' end
+    fail('permission_denied', 'path', what .. ' ' .. shown .. " is outside the parent's cwd " .. pcwd ..
+      ' and no live path: grant with ' .. right .. ' covers it', { path = abs, cwd = pcwd, right = right })
+  end
+  return abs
+end
+local cwd = pr.cwd
+if given(A.cwd) then cwd = confined('working_directory', A.cwd, 'write') end
 local paths = {}
 for _, ip in ipairs(A.paths) do
-  local abs = normpath(pr.cwd, ip.path)
-  if not abs then fail('invalid_argument', 'path', 'inherited path escapes the parent cwd: ' .. ip.path) end
-  paths[#paths + 1] = { path = abs, kind = ip.kind, access = ip.access }
+  paths[#paths + 1] = { path = confined('inherited path', ip.path, ip.access), kind = ip.kind, access = ip.access }
 end
 
 -- capabilities: declared image needs grant nothing; only explicit delegation does
