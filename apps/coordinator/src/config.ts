@@ -1,13 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { redisEnvSchema } from '@libos/redis';
 import { z } from 'zod';
 
 const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** The coordinator's settings, from the environment (names of design/system.md where it fixes them). */
 export const coordinatorConfigSchema = z.object({
-  LIBOS_REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
+  ...redisEnvSchema.shape,
   LIBOS_PORT: z.coerce.number().int().min(0).max(65_535).default(7070),
   LIBOS_HOST: z.string().default('127.0.0.1'),
+  /** The admin token; `loadCoordinatorConfig` fills it from LIBOS_ADMIN_TOKEN_FILE when that is set. */
   LIBOS_ADMIN_TOKEN: z.string().min(16, 'LIBOS_ADMIN_TOKEN must be at least 16 characters'),
+  /**
+   * A file holding the admin token (trimmed), in place of LIBOS_ADMIN_TOKEN: a process's
+   * environment is readable by every process of its uid (/proc/<pid>/environ), a 0600 file only
+   * by its owner.
+   */
+  LIBOS_ADMIN_TOKEN_FILE: z.string().min(1).optional(),
   /** How long a blocking wait or receive holds one HTTP request before answering `ready: false`. */
   LIBOS_LONG_POLL_MS: int(25_000),
   /** How often the reaper looks for expired leases and launches that never reached the queue. */
@@ -19,8 +29,28 @@ export const coordinatorConfigSchema = z.object({
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;
 
+/** The admin token from LIBOS_ADMIN_TOKEN_FILE, when that is set (else `env`'s LIBOS_ADMIN_TOKEN). */
+function adminToken(env: NodeJS.ProcessEnv): string | undefined {
+  const file = env.LIBOS_ADMIN_TOKEN_FILE;
+  if (!file) return env.LIBOS_ADMIN_TOKEN;
+  if (env.LIBOS_ADMIN_TOKEN) {
+    throw new Error('coordinator configuration: set LIBOS_ADMIN_TOKEN or LIBOS_ADMIN_TOKEN_FILE, not both');
+  }
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new Error(`coordinator configuration: LIBOS_ADMIN_TOKEN_FILE: cannot read ${file} (${code})`);
+  }
+}
+
+/**
+ * The coordinator's settings from `env`. The admin token comes from LIBOS_ADMIN_TOKEN or, read
+ * here, from the file LIBOS_ADMIN_TOKEN_FILE names; the Redis password file is read by
+ * `startCoordinator`.
+ */
 export function loadCoordinatorConfig(env: NodeJS.ProcessEnv = process.env): CoordinatorConfig {
-  const parsed = coordinatorConfigSchema.safeParse(env);
+  const parsed = coordinatorConfigSchema.safeParse({ ...env, LIBOS_ADMIN_TOKEN: adminToken(env) });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`coordinator configuration: ${problems}`);

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { createRedis, describeRedisError, redisSettingsFromEnv } from '@libos/redis';
 import { type Logger, pino } from 'pino';
 import type { CoordinatorConfig } from './config.js';
 import { Reaper } from './reaper.js';
@@ -31,10 +31,17 @@ export async function startCoordinator(
   options: { logger?: Logger } = {},
 ): Promise<RunningCoordinator> {
   const logger = options.logger ?? coordinatorLogger(config.LIBOS_LOG_LEVEL);
-  const redis = new Redis(config.LIBOS_REDIS_URL, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
-  const queueRedis = new Redis(config.LIBOS_REDIS_URL, { maxRetriesPerRequest: null });
+  // Reads LIBOS_REDIS_PASSWORD_FILE; nothing logs the password (`display` has none).
+  const redisSettings = redisSettingsFromEnv(config);
+  const redis = createRedis(redisSettings, 'commands', {
+    maxRetriesPerRequest: 3,
+    enableAutoPipelining: true,
+  });
+  const queueRedis = createRedis(redisSettings, 'queues');
   for (const client of [redis, queueRedis])
-    client.on('error', (error) => logger.warn({ err: error }, 'redis error'));
+    client.on('error', (error) =>
+      logger.warn({ err: describeRedisError(redisSettings, error) }, 'redis error'),
+    );
   const parts = await buildServer(config, redis, queueRedis, logger);
   const address = await parts.app.listen({ port: config.LIBOS_PORT, host: config.LIBOS_HOST });
   const url = address.replace('[::1]', '127.0.0.1');

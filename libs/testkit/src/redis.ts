@@ -8,6 +8,8 @@ import { Redis } from 'ioredis';
 /** A Redis for one test file. `restart` and `kill` exist only when the harness owns the server. */
 export interface TestRedis {
   readonly url: string;
+  /** The server's `requirepass` when one was asked for (`url` carries no password). */
+  readonly password?: string;
   /** Where the data lives (owned servers only). */
   readonly dir?: string;
   /** How the server was found: an env URL, a local redis-server, or a container. */
@@ -28,6 +30,11 @@ export interface StartRedisOptions {
   fsync?: 'always' | 'everysec';
   /** Also listen on a unix socket in the server's dir, and make `url` its path (ioredis takes either). */
   unixSocket?: boolean;
+  /**
+   * Require this password (`requirepass`); implies a private redis-server. `url` stays without
+   * it, so a client must be given it (tests of authentication).
+   */
+  password?: string;
 }
 
 const HOW_TO_GET_ONE =
@@ -46,10 +53,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitForPing(url: string, deadlineMs: number): Promise<void> {
+async function waitForPing(url: string, deadlineMs: number, password?: string): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
-    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis(url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      ...(password === undefined ? {} : { password }),
+    });
     client.on('error', () => {}); // failures surface through connect()
     try {
       await client.connect();
@@ -68,6 +80,7 @@ function launchRedisServer(
   dir: string,
   aof: false | 'always' | 'everysec',
   socket: string | undefined,
+  password: string | undefined,
 ): ChildProcess {
   const args = [
     '--port',
@@ -83,6 +96,8 @@ function launchRedisServer(
   ];
   args.push(...(aof ? ['--appendonly', 'yes', '--appendfsync', aof] : ['--appendonly', 'no']));
   if (socket) args.push('--unixsocket', socket, '--unixsocketperm', '700');
+  // Test passwords only: on the command line, where `ps` shows it (libos up writes a 0600 file).
+  if (password !== undefined) args.push('--requirepass', password);
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   return child;
 }
@@ -95,12 +110,13 @@ function exited(child: ChildProcess): Promise<void> {
 async function startLocalServer(
   aof: false | 'always' | 'everysec',
   unixSocket: boolean,
+  password: string | undefined,
 ): Promise<TestRedis | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'libos-redis-'));
   const port = await freePort();
   const socket = unixSocket ? join(dir, 'redis.sock') : undefined;
   const url = socket ?? `redis://127.0.0.1:${port}`;
-  let child = launchRedisServer(port, dir, aof, socket);
+  let child = launchRedisServer(port, dir, aof, socket, password);
   const missing = await new Promise<boolean>((resolve) => {
     child.once('error', () => resolve(true));
     setTimeout(() => resolve(false), 50);
@@ -109,15 +125,16 @@ async function startLocalServer(
     await rm(dir, { recursive: true, force: true });
     return undefined;
   }
-  await waitForPing(url, 10_000);
+  await waitForPing(url, 10_000, password);
   const relaunch = async (signal: NodeJS.Signals) => {
     child.kill(signal);
     await exited(child);
-    child = launchRedisServer(port, dir, aof, socket);
-    await waitForPing(url, 10_000);
+    child = launchRedisServer(port, dir, aof, socket, password);
+    await waitForPing(url, 10_000, password);
   };
   return {
     url,
+    ...(password === undefined ? {} : { password }),
     dir,
     source: 'redis-server',
     restart: () => relaunch('SIGTERM'),
@@ -147,20 +164,23 @@ async function startContainer(): Promise<TestRedis | undefined> {
 /**
  * A real Redis for a test file: LIBOS_TEST_REDIS_URL when set (and `own` is not asked), else a
  * throwaway redis-server from PATH on a free loopback port with its own temp dir, else a
- * testcontainers Redis, else a clear error. Never a mock.
+ * testcontainers Redis, else a clear error. Never a mock. With `password`, always a private
+ * redis-server that requires it.
  */
 export async function startRedis(options: StartRedisOptions = {}): Promise<TestRedis> {
   const envUrl = process.env.LIBOS_TEST_REDIS_URL;
-  if (envUrl && !options.own) {
+  const own = options.own || options.password !== undefined;
+  if (envUrl && !own) {
     await waitForPing(envUrl, 5_000);
     return { url: envUrl, source: 'env', stop: async () => {} };
   }
   const local = await startLocalServer(
     options.aof ? (options.fsync ?? 'always') : false,
     options.unixSocket ?? false,
+    options.password,
   );
   if (local) return local;
-  if (!options.own) {
+  if (!own) {
     const container = await startContainer();
     if (container) return container;
   }

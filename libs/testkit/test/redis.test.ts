@@ -48,3 +48,19 @@ test('a server asked for a unix socket is reached through its path, also after a
     await local.stop();
   }
 });
+
+test('a server asked for a password refuses clients without it', async () => {
+  const locked = await startRedis({ password: 'test-password-0123456789' });
+  try {
+    expect(locked.password).toBe('test-password-0123456789');
+    const anonymous = new Redis(locked.url, { maxRetriesPerRequest: 0, enableReadyCheck: false });
+    anonymous.on('error', () => {});
+    await expect(anonymous.ping()).rejects.toThrow(/NOAUTH/);
+    anonymous.disconnect();
+    const authenticated = new Redis(locked.url, { password: locked.password });
+    expect(await authenticated.ping()).toBe('PONG');
+    authenticated.disconnect();
+  } finally {
+    await locked.stop();
+  }
+});

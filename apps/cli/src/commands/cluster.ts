@@ -1,3 +1,4 @@
+import { redactRedisUrl } from '@libos/redis';
 import type { Command } from 'commander';
 import { startEmbedded } from '../cluster/embedded.js';
 import { stateDir } from '../cluster/state-dir.js';
@@ -19,10 +20,10 @@ export function registerClusterCommands(program: Command): void {
     .option('--workers <n>', 'how many worker processes', '2')
     .option('--concurrency <n>', 'children each worker runs at once')
     .option('--port <port>', 'coordinator port', process.env.LIBOS_PORT ?? '7070')
+    // No default shown from LIBOS_REDIS_URL: `--help` would print a password in it.
     .option(
       '--redis-url <url>',
-      'use this Redis instead of a private redis-server',
-      process.env.LIBOS_REDIS_URL,
+      'use this Redis instead of a private redis-server (default: LIBOS_REDIS_URL)',
     )
     .action(async (opts: { workers: string; concurrency?: string; port: string; redisUrl?: string }) => {
       const global = program.opts<GlobalOptions>();
@@ -31,18 +32,24 @@ export function registerClusterCommands(program: Command): void {
         dir,
         workers: Number(opts.workers),
         port: Number(opts.port),
-        redisUrl: opts.redisUrl,
+        redisUrl: opts.redisUrl ?? process.env.LIBOS_REDIS_URL,
         concurrency: opts.concurrency ? Number(opts.concurrency) : undefined,
       });
+      const redis = redactRedisUrl(cluster.redisUrl);
       emit(
         global.json,
-        { url: cluster.url, admin_token_file: cluster.adminTokenFile, redis_url: cluster.redisUrl },
+        {
+          url: cluster.url,
+          admin_token_file: cluster.adminTokenFile,
+          redis_url: redis,
+          ...(cluster.redisPasswordFile ? { redis_password_file: cluster.redisPasswordFile } : {}),
+        },
         () =>
           [
             `${paint('green', 'libos is up')}: coordinator ${cluster.url}, ${opts.workers} worker(s)`,
             `admin token: ${cluster.adminTokenFile}`,
             `dashboard:   ${cluster.url}/admin/queues (user admin, password: the admin token)`,
-            `redis:       ${cluster.redisUrl}`,
+            `redis:       ${redis}${cluster.redisPasswordFile ? ` (password: ${cluster.redisPasswordFile})` : ''}`,
             'Ctrl-C stops everything.',
           ].join('\n'),
       );

@@ -1,0 +1,82 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRedis, type TestRedis } from '@libos/testkit';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadCoordinatorConfig } from '../src/config.js';
+import { startCoordinator } from '../src/start.js';
+
+const TOKEN = 'file-admin-token-0123456789abcdef';
+const REDIS_PASSWORD = 'coordinator-redis-password-0123456789';
+let dir: string;
+let redis: TestRedis;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'libos-coordinator-config-'));
+  await writeFile(join(dir, 'admin-token'), `${TOKEN}\n`, { mode: 0o600 });
+  await writeFile(join(dir, 'redis-password'), `${REDIS_PASSWORD}\n`, { mode: 0o600 });
+  redis = await startRedis({ password: REDIS_PASSWORD });
+});
+afterAll(async () => {
+  await redis?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('loadCoordinatorConfig', () => {
+  it('reads the admin token from LIBOS_ADMIN_TOKEN_FILE, trimmed', () => {
+    const config = loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token') });
+    expect(config.LIBOS_ADMIN_TOKEN).toBe(TOKEN);
+    expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_ADMIN_TOKEN).toBe(TOKEN);
+  });
+
+  it('refuses both token variables, an unreadable file, a short token, and a bad Redis URL', async () => {
+    expect(() =>
+      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token') }),
+    ).toThrow(/not both/);
+    expect(() => loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN_FILE: join(dir, 'missing') })).toThrow(
+      /LIBOS_ADMIN_TOKEN_FILE: cannot read .*missing \(ENOENT\)/,
+    );
+    await writeFile(join(dir, 'short'), 'short\n');
+    expect(() => loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN_FILE: join(dir, 'short') })).toThrow(
+      /at least 16/,
+    );
+    expect(() =>
+      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_REDIS_URL: 'redis-host:6379' }),
+    ).toThrow(/LIBOS_REDIS_URL/);
+  });
+});
+
+describe('startCoordinator', () => {
+  it('reaches a Redis that requires a password through LIBOS_REDIS_PASSWORD_FILE', async () => {
+    const config = loadCoordinatorConfig({
+      LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token'),
+      LIBOS_REDIS_URL: redis.url,
+      LIBOS_REDIS_PASSWORD_FILE: join(dir, 'redis-password'),
+      LIBOS_PORT: '0',
+    });
+    const coordinator = await startCoordinator(config, { logger: pino({ level: 'silent' }) });
+    try {
+      const health = await fetch(`${coordinator.url}/healthz`);
+      expect(health.status).toBe(200);
+      const listed = await fetch(`${coordinator.url}/v1/admin/processes`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(listed.status).toBe(200);
+    } finally {
+      await coordinator.close();
+    }
+  });
+
+  it('fails to start on a missing password file, naming the variable', async () => {
+    const config = loadCoordinatorConfig({
+      LIBOS_ADMIN_TOKEN: TOKEN,
+      LIBOS_REDIS_URL: redis.url,
+      LIBOS_REDIS_PASSWORD_FILE: join(dir, 'no-such-file'),
+      LIBOS_PORT: '0',
+    });
+    await expect(startCoordinator(config, { logger: pino({ level: 'silent' }) })).rejects.toThrow(
+      /LIBOS_REDIS_PASSWORD_FILE: cannot read/,
+    );
+  });
+});

@@ -1,0 +1,113 @@
+import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisSettings } from './settings.js';
+
+/**
+ * What a connection is for; each picks the ioredis options that use needs.
+ * - `commands`: ordinary commands; a command fails after 3 retries while Redis is away, and the
+ *   caller retries what matters (override `maxRetriesPerRequest` to taste).
+ * - `queues`: BullMQ (Queue, Worker, QueueEvents): `maxRetriesPerRequest: null`, which BullMQ
+ *   requires so its blocking commands wait through a reconnect.
+ * - `subscriber`: pub/sub: no ready check (INFO is refused once subscribed), waits through
+ *   reconnects.
+ * - `probe`: one try, no reconnects, not connected until `connect()`: "is Redis there and does it
+ *   take these credentials?" (see `checkRedis`).
+ */
+export type RedisPurpose = 'commands' | 'queues' | 'subscriber' | 'probe';
+
+const PURPOSE_OPTIONS: Record<RedisPurpose, RedisOptions> = {
+  commands: { maxRetriesPerRequest: 3 },
+  queues: { maxRetriesPerRequest: null },
+  subscriber: { maxRetriesPerRequest: null, enableReadyCheck: false },
+  probe: { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null },
+};
+
+/** Fields the settings own: an override cannot point a part elsewhere or change its credentials. */
+type SettingsFields = 'host' | 'port' | 'path' | 'db' | 'username' | 'password' | 'sentinels' | 'name';
+
+/** ioredis options a caller may add or change on top of its purpose's (e.g. `enableAutoPipelining`). */
+export type RedisOverrides = Omit<RedisOptions, SettingsFields>;
+
+/** The ioredis options that say where Redis is and who we are. */
+function connectionOptions(settings: RedisSettings, overrides: RedisOverrides): RedisOptions {
+  const { endpoint } = settings;
+  const where: RedisOptions =
+    endpoint.kind === 'socket'
+      ? { path: endpoint.path }
+      : {
+          host: endpoint.host,
+          port: endpoint.port,
+          db: endpoint.db,
+          ...(endpoint.tls ? { tls: { ...overrides.tls } } : {}),
+        };
+  return {
+    ...where,
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password.reveal() }),
+  };
+}
+
+/**
+ * An ioredis client for `purpose`, reaching Redis as `settings` say (address, TLS, user,
+ * password). Every connection of every part is made here, so a new topology (Cluster, Sentinel)
+ * is added in this one place. `duplicate()` of the client keeps its credentials.
+ */
+export function createRedis(
+  settings: RedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
+): Redis {
+  return new Redis({ ...PURPOSE_OPTIONS[purpose], ...overrides, ...connectionOptions(settings, overrides) });
+}
+
+/** What to do about an error Redis answered, for the message a person reads. */
+function hint(settings: RedisSettings, message: string): string {
+  if (/NOAUTH|Authentication required/i.test(message)) {
+    return settings.password
+      ? 'it wants a password, and the one we sent did not count'
+      : 'it wants a password: set LIBOS_REDIS_PASSWORD_FILE to a file holding it';
+  }
+  if (/WRONGPASS|invalid password|invalid username-password/i.test(message)) {
+    const from =
+      settings.password?.source.kind === 'file'
+        ? `the password in ${settings.password.source.path}`
+        : 'the password in LIBOS_REDIS_URL';
+    return `${from}${settings.username ? ` (user ${settings.username})` : ''} is not accepted`;
+  }
+  if (/ENOENT|EACCES/.test(message) && settings.endpoint.kind === 'socket') {
+    return 'the socket is not there or not ours to open';
+  }
+  return '';
+}
+
+/**
+ * A Redis error as a person should read it: where (the address without a password), what Redis
+ * said, and what to do about a missing or refused password. ioredis's own messages name at most
+ * a host and port, never the password.
+ */
+export function describeRedisError(settings: RedisSettings, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const advice = hint(settings, message);
+  return `redis at ${settings.display}: ${message}${advice ? ` (${advice})` : ''}`;
+}
+
+/**
+ * Connects once with a `probe` client and pings; resolves when Redis answers, else throws an
+ * error whose message is `describeRedisError`'s (NOAUTH and WRONGPASS come with what to do).
+ */
+export async function checkRedis(settings: RedisSettings): Promise<void> {
+  const client = createRedis(settings, 'probe');
+  // A refused AUTH or ready check reaches only the 'error' event; the command then sees just
+  // "Connection is closed". Keep the first such error to report it.
+  let refused: Error | undefined;
+  client.on('error', (error: Error) => {
+    refused ??= error;
+  });
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (error) {
+    throw new Error(describeRedisError(settings, refused ?? error));
+  } finally {
+    client.disconnect();
+  }
+}

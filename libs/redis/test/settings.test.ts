@@ -1,0 +1,109 @@
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { inspect } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisConfigError, redactRedisUrl, redisSettingsFromEnv } from '../src/index.js';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'libos-redis-settings-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('redisSettingsFromEnv', () => {
+  it('defaults to redis://127.0.0.1:6379 without credentials', () => {
+    expect(redisSettingsFromEnv({})).toEqual({
+      topology: 'standalone',
+      endpoint: { kind: 'tcp', host: '127.0.0.1', port: 6379, tls: false, db: 0 },
+      username: undefined,
+      password: undefined,
+      display: 'redis://127.0.0.1:6379',
+    });
+  });
+
+  it('reads host, port, db, TLS, user and password from the URL, and hides the password', () => {
+    const settings = redisSettingsFromEnv({
+      LIBOS_REDIS_URL: 'rediss://app:p%40ss%2Fw0rd@redis.internal:6380/2',
+    });
+    expect(settings.endpoint).toEqual({ kind: 'tcp', host: 'redis.internal', port: 6380, tls: true, db: 2 });
+    expect(settings.username).toBe('app');
+    expect(settings.password?.reveal()).toBe('p@ss/w0rd');
+    expect(settings.password?.source).toEqual({ kind: 'url' });
+    expect(settings.display).toBe('rediss://app:***@redis.internal:6380/2');
+    const printed = [String(settings.password), JSON.stringify(settings), inspect(settings, { depth: 5 })];
+    for (const text of printed) expect(text).not.toContain('w0rd');
+  });
+
+  it('takes a unix socket path', () => {
+    expect(redisSettingsFromEnv({ LIBOS_REDIS_URL: '/run/redis/redis.sock' })).toMatchObject({
+      endpoint: { kind: 'socket', path: '/run/redis/redis.sock' },
+      display: '/run/redis/redis.sock',
+    });
+  });
+
+  it('reads the password file, trimmed; it wins over the URL’s, and LIBOS_REDIS_USERNAME over the URL’s user', async () => {
+    const file = join(dir, 'password');
+    await writeFile(file, '  from-the-file\n', { mode: 0o600 });
+    const settings = redisSettingsFromEnv({
+      LIBOS_REDIS_URL: 'redis://urluser:from-the-url@h:1',
+      LIBOS_REDIS_PASSWORD_FILE: file,
+      LIBOS_REDIS_USERNAME: 'worker',
+    });
+    expect(settings.password?.reveal()).toBe('from-the-file');
+    expect(settings.password?.source).toEqual({ kind: 'file', path: file });
+    expect(settings.username).toBe('worker');
+    expect(settings.display).toBe('redis://urluser:***@h:1');
+  });
+
+  it('refuses what it cannot use, naming the variable and never the password', async () => {
+    const refused = (env: Record<string, string>) => {
+      try {
+        redisSettingsFromEnv(env);
+      } catch (error) {
+        expect(error).toBeInstanceOf(RedisConfigError);
+        return (error as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    expect(refused({ LIBOS_REDIS_URL: 'http://u:hunter2@h' })).toMatch(/LIBOS_REDIS_URL must be a redis/);
+    expect(refused({ LIBOS_REDIS_URL: 'redis:6379' })).toMatch(/LIBOS_REDIS_URL/);
+    expect(refused({ LIBOS_REDIS_URL: 'redis://:hunter2@h/x' })).toMatch(/database number.*:\*\*\*@h/);
+    expect(refused({ LIBOS_REDIS_URL: 'redis://:hunter2@h?family=6' })).toMatch(/query parameters/);
+    expect(
+      refused({ LIBOS_REDIS_URL: 'redis://:hunter2@h', LIBOS_REDIS_PASSWORD_FILE: join(dir, 'none') }),
+    ).toMatch(/LIBOS_REDIS_PASSWORD_FILE: cannot read .*none \(ENOENT\)/);
+    const empty = join(dir, 'empty');
+    await writeFile(empty, '\n');
+    expect(refused({ LIBOS_REDIS_PASSWORD_FILE: empty })).toMatch(/is empty/);
+    if (process.getuid?.() !== 0) {
+      const unreadable = join(dir, 'unreadable');
+      await writeFile(unreadable, 'x');
+      await chmod(unreadable, 0);
+      expect(refused({ LIBOS_REDIS_PASSWORD_FILE: unreadable })).toMatch(/EACCES/);
+    }
+    for (const env of [
+      { LIBOS_REDIS_URL: 'redis://:hunter2@h/x' },
+      { LIBOS_REDIS_URL: 'redis://:hunter2@h?a=1' },
+    ]) {
+      expect(refused(env)).not.toContain('hunter2');
+    }
+  });
+});
+
+describe('redactRedisUrl', () => {
+  it('hides the password and keeps the rest', () => {
+    expect(redactRedisUrl('redis://:secret@h:6379/1')).toBe('redis://:***@h:6379/1');
+    expect(redactRedisUrl('rediss://user:secret@h')).toBe('rediss://user:***@h');
+    expect(redactRedisUrl('redis://user@h')).toBe('redis://user@h');
+    expect(redactRedisUrl('redis://h:6379')).toBe('redis://h:6379');
+    expect(redactRedisUrl('/run/redis.sock')).toBe('/run/redis.sock');
+  });
+
+  it('hides a password that breaks the URL (unescaped / ? # @ in it)', () => {
+    expect(redactRedisUrl('redis://:se/cr?e#t@h:1')).toBe('redis://:***@h:1');
+    expect(redactRedisUrl('redis://u:a@b@h')).toBe('redis://u:***@h');
+  });
+});
