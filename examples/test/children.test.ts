@@ -97,7 +97,11 @@ describe('shell children', () => {
         cancelGraceMs: 200,
       });
       expect(classified.terminal).toEqual({ type: 'timed_out' });
-      const pids = (await readFile(pidsFile, 'utf8')).trim().split('\n').map(Number);
+      // `uid:pid` lines; run here without a sandbox, the pid is the host's.
+      const pids = (await readFile(pidsFile, 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => Number(line.split(':')[1]));
       expect(pids).toHaveLength(3);
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(pids.filter(alive)).toEqual([]);

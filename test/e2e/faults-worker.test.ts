@@ -62,7 +62,7 @@ afterAll(async () => {
 });
 
 describe('a worker killed with SIGKILL mid-run', () => {
-  it('leaves its process paused/stale_execution, never runs it twice, and an operator’s resume completes it elsewhere', async () => {
+  it('takes its child with it, leaves its process paused/stale_execution, and an operator’s resume completes it elsewhere', async () => {
     const parent = await cluster.root('outlive a worker');
     const child = await parent.client.spawn({ goal: 'run once', image: 'once' });
     // The parent blocks on it the whole time; the answer must be the resumed attempt's.
@@ -81,6 +81,8 @@ describe('a worker killed with SIGKILL mid-run', () => {
 
     await cluster.killWorker(doomed);
     const killedAt = performance.now();
+    // Its child dies with it (its sandbox dies with its launcher, and the watchdog sees the EOF).
+    expect(await cluster.straysAfter(2_000)).toEqual([]);
     // Nothing but the coordinator's reaper moves it, once the lease has expired.
     expect((await cluster.admin.getProcess(child.pid)).status).toBe('running');
     const stale = await eventually(
@@ -123,10 +125,9 @@ describe('a worker killed with SIGKILL mid-run', () => {
       worker: survivor,
     });
     expect(await files.lines('runs')).toEqual([`${child.pid}:1 ${ranOn}`, `${child.pid}:2 ${survivor}`]);
-    // The orphan of the dead worker ends by itself; its token died with the stale recovery, and
-    // its late result is nobody's.
+    // The dead worker's child never got as far as its token check: only the resumed attempt's is there.
     expect(await cluster.straysAfter(6_000)).toEqual([]);
-    expect((await files.lines('token-checks')).sort()).toEqual([`${child.pid}:1 401`, `${child.pid}:2 200`]);
+    expect(await files.lines('token-checks')).toEqual([`${child.pid}:2 200`]);
     expect(await files.lines('runs')).toHaveLength(2);
     expect((await cluster.admin.getProcess(child.pid)).outcome?.attempt_id).toBe(`${child.pid}:2`);
   });

@@ -1,4 +1,5 @@
 import { shChildLaunch } from '@libos/examples';
+import { hostPid, SELF_PID } from '@libos/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Cluster,
@@ -16,12 +17,12 @@ import {
 let cluster: Cluster;
 let files: Scratch;
 
-/** The OS pids a child wrote to `name` in the scratch dir, once there are `count` of them. */
+/** The host pids of what a child wrote to `name` as SELF_PID, once there are `count` of them. */
 function osPids(name: string, count = 1): Promise<number[]> {
   return eventually(
     async () => {
-      const lines = await files.lines(name);
-      return lines.length >= count ? lines.map(Number) : undefined;
+      const pids = (await files.lines(name)).map(hostPid);
+      return pids.length >= count && pids.every((pid) => pid !== undefined) ? (pids as number[]) : undefined;
     },
     { what: `${count} pid(s) in ${name}` },
   );
@@ -33,7 +34,7 @@ beforeAll(async () => {
   // 10 ticks of 50 ms (well under a second of work) under a 2 s deadline that a 2.5 s pause would exceed.
   await cluster.admin.putImage('ticker', {
     ...shImage(
-      `${READ_REQUEST}; echo $$ > "$2/ticker.pid"; i=0; while [ $i -lt 10 ]; do i=$((i+1)); echo $i >> "$2/ticks"; sleep 0.05; done; ${writeResult('"status":"completed","output":"ticked"')}`,
+      `${READ_REQUEST}; echo ${SELF_PID} > "$2/ticker.pid"; i=0; while [ $i -lt 10 ]; do i=$((i+1)); echo $i >> "$2/ticks"; sleep 0.05; done; ${writeResult('"status":"completed","output":"ticked"')}`,
       files.dir,
     ),
     deadline_ms: 2_000,
@@ -41,7 +42,7 @@ beforeAll(async () => {
   });
   // Ignores the cancel: it never reads stdin again, so only the kill after the grace ends it.
   await cluster.admin.putImage('stubborn', {
-    ...shImage(`${READ_REQUEST}; echo $$ > "$2/stubborn.pid"; sleep 30`, files.dir),
+    ...shImage(`${READ_REQUEST}; echo ${SELF_PID} > "$2/stubborn.pid"; sleep 30`, files.dir),
     cancel_grace_ms: 600,
   });
   // Stops at stdin EOF and reports `interrupted` with 1 prompt token and 1 step; a long grace it never needs.

@@ -1,4 +1,5 @@
 import { shChildLaunch, tsChildLaunch } from '@libos/examples';
+import { hostPid, SELF_PID } from '@libos/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cluster, eventually, isAlive, READ_REQUEST, type Scratch, scratch, shImage } from '../src/index.js';
 
@@ -16,7 +17,7 @@ beforeAll(async () => {
   await cluster.admin.putImage('leaf', shChildLaunch('echo'));
   // A grandchild that would run for 30 s and ignores the cancel.
   await cluster.admin.putImage('slow-leaf', {
-    ...shImage(`${READ_REQUEST}; echo $$ >> "$2/slow-leaf.pids"; sleep 30`, files.dir),
+    ...shImage(`${READ_REQUEST}; echo ${SELF_PID} >> "$2/slow-leaf.pids"; sleep 30`, files.dir),
     cancel_grace_ms: 10_000,
   });
 });
@@ -106,8 +107,8 @@ describe('terminating a child with a grandchild', () => {
     });
     const [leafOsPid] = await eventually(
       async () => {
-        const pids = (await files.lines('slow-leaf.pids')).map(Number);
-        return pids.length > 0 ? pids : undefined;
+        const pids = (await files.lines('slow-leaf.pids')).map(hostPid);
+        return pids.length > 0 && pids.every((pid) => pid !== undefined) ? (pids as number[]) : undefined;
       },
       { withinMs: 30_000, what: 'the grandchild to run' },
     );

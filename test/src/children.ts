@@ -8,8 +8,11 @@ export function shImage(script: string, ...extra: string[]): { command: string; 
   return { command: 'sh', args: ['-c', script, 'sh', RESULT_FILE_ARG, ...extra] };
 }
 
-/** Reads the request line into `$request` and its request id into `$id`. */
-export const READ_REQUEST = `read -r request; id=$(printf '%s' "$request" | sed 's/.*"request_id":"\\([^"]*\\)".*/\\1/')`;
+/**
+ * Reads the request line into `$request` and its request id into `$id`. First `umask 0`: the
+ * children of a test append to shared files in its scratch dir, and each runs as a uid of its own.
+ */
+export const READ_REQUEST = `umask 0; read -r request; id=$(printf '%s' "$request" | sed 's/.*"request_id":"\\([^"]*\\)".*/\\1/')`;
 
 /** Sets `$<variable>` to the first whole number named `"<name>":` in the request (the spawn's input). */
 export function numberFromRequest(name: string, variable = name): string {

@@ -6,6 +6,7 @@ import { freePort, startRedis, type TestRedis } from '@libos/testkit';
 import { Redis } from 'ioredis';
 import { describeProcess, isSourceTooling, killAll, processesMarked } from './os-processes.js';
 import { eventually, sleep } from './poll.js';
+import { WORKSPACE } from './scratch.js';
 
 const repo = (relative: string) => fileURLToPath(new URL(`../../${relative}`, import.meta.url));
 export const CLI_SOURCE = repo('apps/cli/src/main.ts');
@@ -162,6 +163,8 @@ export class Cluster {
       {
         ...this.baseEnv,
         LIBOS_LEASE_MS: '3000',
+        // The images' programs live in the repository; every sandbox shows it read-only.
+        LIBOS_SANDBOX_RUNTIME: repo('.'),
         // A stop cancels children still running after 2 s rather than 30 (only a failed test leaves any).
         LIBOS_SHUTDOWN_GRACE_MS: '2000',
         [WORKER_NAME_VAR]: name,
@@ -200,7 +203,8 @@ export class Cluster {
 
   /** A caller-driven root and a client acting as it. */
   async root(goal = 'e2e root', extra: Parameters<AdminClient['createProcess']>[0] = { goal }) {
-    const created = await this.admin.createProcess({ ...extra, goal });
+    // Its children see the workspace (and the scratch dirs in it) read-write in their sandboxes.
+    const created = await this.admin.createProcess({ cwd: WORKSPACE, ...extra, goal });
     return {
       pid: created.pid,
       token: created.token!,

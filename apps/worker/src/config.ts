@@ -1,11 +1,14 @@
 import { hostname } from 'node:os';
+import { type RedisSettings, redisEnvSchema, redisSettings } from '@libos/redis';
 import { z } from 'zod';
+import { type IsolationConfig, isolationConfig, isolationEnvShape } from './isolation.js';
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
 /** The worker's environment variables (names of design/system.md where it fixes them). */
 export const workerEnvSchema = z.object({
-  LIBOS_REDIS_URL: z.string().min(1).default('redis://127.0.0.1:6379'),
+  /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
+  ...redisEnvSchema.shape,
   /** The coordinator URL launched children get as their own `LIBOS_URL`. */
   LIBOS_URL: z.url({ error: 'LIBOS_URL must be the coordinator URL children get (required)' }),
   /** Comma-separated pools, one BullMQ queue each. */
@@ -27,10 +30,12 @@ export const workerEnvSchema = z.object({
   /** How long `close()` lets running children finish before it cancels them through the contract. */
   LIBOS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ...isolationEnvShape,
 });
 
 export interface WorkerConfig {
-  redisUrl: string;
+  /** How to reach Redis (`createRedis` from @libos/redis); the password file is read once, here. */
+  redis: RedisSettings;
   /** Given to children as `LIBOS_URL`. */
   url: string;
   pools: string[];
@@ -39,6 +44,8 @@ export interface WorkerConfig {
   leaseMs: number;
   shutdownGraceMs: number;
   logLevel: z.infer<typeof workerEnvSchema>['LIBOS_LOG_LEVEL'];
+  /** How children are contained on this host (see isolation.ts). */
+  isolation: IsolationConfig;
 }
 
 /** Reads and checks the worker's settings; throws one error naming every bad variable. */
@@ -52,7 +59,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
   }
   const e = parsed.data;
   return {
-    redisUrl: e.LIBOS_REDIS_URL,
+    redis: redisSettings(e),
     url: e.LIBOS_URL,
     pools: e.LIBOS_POOLS,
     concurrency: e.LIBOS_CONCURRENCY,
@@ -60,5 +67,6 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     leaseMs: e.LIBOS_LEASE_MS,
     shutdownGraceMs: e.LIBOS_SHUTDOWN_GRACE_MS,
     logLevel: e.LIBOS_LOG_LEVEL,
+    isolation: isolationConfig(e),
   };
 }

@@ -1,11 +1,13 @@
 import { type Kernel, KernelError } from '@libos/kernel';
 import type { RenewResult } from '@libos/protocol';
+import { monotonicMs } from '@libos/sandbox';
 import type { Logger } from 'pino';
 
 export interface LeaseHooks {
   /** The notice epoch to send with a renewal (see `ChildSignals.epoch`). */
   epoch(): number;
-  answered(answer: RenewResult, epoch: number): void;
+  /** A renewal succeeded; `sentAt` (monotonic ms) is when it was sent, a lower bound of its start. */
+  answered(answer: RenewResult, epoch: number, sentAt: number): void;
   /**
    * The kernel says this attempt no longer holds the lease: recovered by the reaper, or just
    * completed by this worker (a renewal can cross the completion).
@@ -48,9 +50,10 @@ export class LeaseKeeper {
   private async renew(): Promise<void> {
     const { pid, attempt, fence } = this.attempt;
     const epoch = this.hooks.epoch();
+    const sentAt = monotonicMs();
     try {
       const answer = await this.kernel.worker.renew(pid, attempt, fence, this.leaseMs);
-      if (!this.stopped) this.hooks.answered(answer, epoch);
+      if (!this.stopped) this.hooks.answered(answer, epoch, sentAt);
     } catch (error) {
       if (
         error instanceof KernelError &&

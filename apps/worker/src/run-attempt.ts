@@ -7,9 +7,11 @@ import {
   type ProcessStatus,
 } from '@libos/protocol';
 import { contractRun } from '@libos/runner';
+import { type ChildSandbox, monotonicMs, SANDBOX_ENV, type Sandbox, type Watchdog } from '@libos/sandbox';
 import type { Logger } from 'pino';
 import { childEnvironment } from './child-env.js';
 import { ChildSignals } from './child-signals.js';
+import { confineRequest } from './isolation.js';
 import { planLaunch } from './launch-plan.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { isTransient, reportCompletion, withRetry } from './report.js';
@@ -38,6 +40,21 @@ export interface AttemptContext {
   running: Set<ChildSignals>;
   /** What children inherit (see `inheritedEnvironment`). */
   inheritedEnv: Readonly<Record<string, string>>;
+  /** How children are contained on this host. */
+  sandbox: Sandbox;
+  /** Kills a child whose lease this worker failed to renew in time (see `fenceMs`). */
+  watchdog: Watchdog;
+  maxResultBytes: number;
+}
+
+/**
+ * How long after a lease renewal was sent the child may run without another: the lease less a
+ * margin (a fifth of it, at most 2 s) for the watchdog's tick and the kill itself. The kernel
+ * extends the lease from when the renewal runs, which is after it was sent, so the child is dead
+ * before the lease can expire and before the reaper can hand the process to another attempt.
+ */
+export function fenceMs(leaseMs: number): number {
+  return leaseMs - Math.min(leaseMs / 5, 2_000);
 }
 
 /**
@@ -64,14 +81,17 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
     // The token's plaintext goes to the child's environment only; the kernel keeps its hash.
     const minted = mintToken(pid);
     let claimed: ClaimedLaunch;
+    let claimSentAt = monotonicMs();
     try {
       claimed = await withRetry(
-        () =>
-          ctx.kernel.worker.claim(pid, attempt, {
+        () => {
+          claimSentAt = monotonicMs();
+          return ctx.kernel.worker.claim(pid, attempt, {
             workerId: ctx.workerId,
             tokenHash: minted.tokenHash,
             leaseMs: ctx.leaseMs,
-          }),
+          });
+        },
         { ...retry, what: 'claim' },
       );
     } catch (error) {
@@ -86,6 +106,7 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
     log.info({ image: claimed.image }, 'attempt claimed');
     ctx.running.add(signals);
     const ids = { pid, attempt, fence: claimed.fence };
+    const fence = { id: claimed.attempt_id, claimSentAt, ms: fenceMs(ctx.leaseMs) };
     let reporting = false;
     const lease = new LeaseKeeper(
       ctx.kernel,
@@ -93,7 +114,10 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
       ctx.leaseMs,
       {
         epoch: () => signals.epoch,
-        answered: (answer, epoch) => signals.renewed(answer, epoch),
+        answered: (answer, epoch, sentAt) => {
+          ctx.watchdog.beat(fence.id, sentAt + fence.ms);
+          signals.renewed(answer, epoch);
+        },
         lost: (error) => {
           if (reporting) return; // the renewal crossed this worker's own completion
           // The reaper recovered the attempt, so another may run: this child must not go on.
@@ -107,7 +131,7 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
       log,
     ).start();
     try {
-      const completion = await runChild(claimed, minted.token, signals, ctx, log);
+      const completion = await runChild(claimed, minted.token, signals, ctx, log, fence);
       reporting = true;
       const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
       return {
@@ -133,6 +157,7 @@ async function runChild(
   signals: ChildSignals,
   ctx: AttemptContext,
   log: Logger,
+  fence: { id: string; claimSentAt: number; ms: number },
 ): Promise<Completion> {
   const plan = planLaunch(claimed);
   if (plan.kind === 'exhausted') {
@@ -141,16 +166,27 @@ async function runChild(
   }
   const started = performance.now();
   const wallMs = () => Math.max(0, performance.now() - started - signals.pausedMs);
+  let confinement: ChildSandbox | undefined;
   try {
+    confinement =
+      ctx.sandbox.report.level === 'none' ? undefined : ctx.sandbox.confine(confineRequest(claimed));
+    // Armed before the spawn: from here on the child dies unless the lease keeps being renewed.
+    ctx.watchdog.arm(fence.id, fence.claimSentAt + fence.ms, { uid: confinement?.uid });
     const result = await contractRun({
       ...plan.launch,
-      env: childEnvironment(ctx.inheritedEnv, claimed.image_spec.env, {
-        url: ctx.url,
-        pid: claimed.pid,
-        token,
-      }),
+      env: childEnvironment(
+        ctx.inheritedEnv,
+        confinement ? { ...SANDBOX_ENV, ...claimed.image_spec.env } : claimed.image_spec.env,
+        { url: ctx.url, pid: claimed.pid, token },
+      ),
+      maxResultBytes: ctx.maxResultBytes,
+      ...(confinement ? { confinement } : {}),
       onSpawn: (control) => {
-        log.info({ os_pid: control.pid, deadline_ms: plan.launch.deadlineMs }, 'child spawned');
+        ctx.watchdog.target(fence.id, control.pid);
+        log.info(
+          { os_pid: control.pid, uid: confinement?.uid, deadline_ms: plan.launch.deadlineMs },
+          'child spawned',
+        );
         signals.attach(control);
       },
       // The runner's fields (its `pid` is the OS pid) are nested so they cannot shadow ours.
@@ -160,11 +196,14 @@ async function runChild(
     return completionFromRunResult(result, wallMs());
   } catch (error) {
     signals.detach();
+    await confinement?.release();
     const message = error instanceof Error ? error.message : String(error);
     log.error({ err: message }, 'the child could not be run');
     return {
       terminal: { type: 'failed', reason: `the worker could not run the child: ${message}` },
       usage: { prompt_tokens: 0, completion_tokens: 0, steps: 0, wall_ms: Math.round(wallMs()) },
     };
+  } finally {
+    ctx.watchdog.disarm(fence.id);
   }
 }

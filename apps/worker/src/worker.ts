@@ -1,7 +1,8 @@
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
+import { createRedis } from '@libos/redis';
+import { type IsolationReport, Sandbox, Watchdog } from '@libos/sandbox';
 import { Worker } from 'bullmq';
-import { Redis } from 'ioredis';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
 import type { ChildSignals } from './child-signals.js';
@@ -16,6 +17,8 @@ export interface StartWorkerOptions {
 
 export interface RunningWorker {
   readonly id: string;
+  /** What this worker enforces on its children. */
+  readonly isolation: IsolationReport;
   /**
    * Stop taking launches, let running children finish for `shutdownGraceMs`, then cancel the
    * rest through the contract (stdin EOF, their grace, kill), report them, close connections.
@@ -38,9 +41,20 @@ export async function startWorker(
   const log = (options.logger ?? pino({ name: 'libos-worker', level: config.logLevel, base: null })).child({
     worker: config.workerId,
   });
+  // Probed before anything connects: `strict` refuses to start on a host that cannot contain.
+  const sandbox = Sandbox.create(config.isolation.sandbox);
+  log.info({ isolation: sandbox.report }, sandbox.describe());
+  const watchdog = new Watchdog(
+    (fired) =>
+      log.warn(
+        { attempt_id: fired.id, late_ms: fired.lateMs, killed: fired.killed },
+        'lease not renewed in time: the watchdog killed the child',
+      ),
+    (reason) => log.error(reason),
+  );
   // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
-  const commands = new Redis(config.redisUrl, { maxRetriesPerRequest: 2 });
-  const queues = new Redis(config.redisUrl, { maxRetriesPerRequest: null });
+  const commands = createRedis(config.redis, 'commands', { maxRetriesPerRequest: 2 });
+  const queues = createRedis(config.redis, 'queues');
   for (const connection of [commands, queues]) {
     connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
   }
@@ -57,6 +71,9 @@ export async function startWorker(
     log,
     running,
     inheritedEnv: inheritedEnvironment(options.baseEnv ?? process.env),
+    sandbox,
+    watchdog,
+    maxResultBytes: config.isolation.maxResultBytes,
   };
 
   const processJob = async (data: unknown): Promise<Summary> => {
@@ -113,12 +130,15 @@ export async function startWorker(
       for (const signals of running) signals.cancel();
       await drained;
     }
+    await watchdog.close();
+    sandbox.close();
     await kernel.close();
     await Promise.all([queues.quit(), commands.quit()].map((quit) => quit.catch(() => undefined)));
     log.info('worker closed');
   };
   return {
     id: config.workerId,
+    isolation: sandbox.report,
     close: () => {
       closing ??= close();
       return closing;

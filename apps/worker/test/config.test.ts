@@ -1,12 +1,15 @@
-import { hostname } from 'node:os';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { BudgetView, ClaimedLaunch } from '@libos/protocol';
+import { redisSettingsFromEnv } from '@libos/redis';
 import { describe, expect, it } from 'vitest';
 import { childEnvironment, inheritedEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
 
 describe('loadWorkerConfig', () => {
   it('applies the defaults and needs only LIBOS_URL', () => {
     expect(loadWorkerConfig({ LIBOS_URL: 'http://coordinator:7070' })).toEqual({
-      redisUrl: 'redis://127.0.0.1:6379',
+      redis: redisSettingsFromEnv({}),
       url: 'http://coordinator:7070',
       pools: ['default'],
       concurrency: 4,
@@ -14,7 +17,47 @@ describe('loadWorkerConfig', () => {
       leaseMs: 10_000,
       shutdownGraceMs: 30_000,
       logLevel: 'info',
+      isolation: {
+        sandbox: {
+          mode: 'auto',
+          uids: { first: 20_000, last: 29_999 },
+          lockDir: '/run/libos/child-uids',
+          runtime: [],
+          hide: ['/run/libos/child-uids'],
+          cgroupName: 'libos',
+          cgroupRoot: undefined,
+          bwrap: 'bwrap',
+          prlimit: '/usr/bin/prlimit',
+        },
+        maxResultBytes: 16 * 1024 * 1024,
+      },
     });
+  });
+
+  it('reads the isolation settings, and refuses a bad uid range', () => {
+    const config = loadWorkerConfig({
+      LIBOS_URL: 'http://c:1',
+      LIBOS_ISOLATION: 'strict',
+      LIBOS_CHILD_UIDS: '30000-30099',
+      LIBOS_SANDBOX_RUNTIME: '/opt/agents:/srv/tools',
+      LIBOS_SANDBOX_HIDE: '/srv/state',
+      LIBOS_MAX_RESULT_BYTES: '4096',
+    });
+    expect(config.isolation).toMatchObject({
+      sandbox: {
+        mode: 'strict',
+        uids: { first: 30_000, last: 30_099 },
+        runtime: ['/opt/agents', '/srv/tools'],
+        hide: ['/srv/state', '/run/libos/child-uids'],
+      },
+      maxResultBytes: 4096,
+    });
+    expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_CHILD_UIDS: '0-10' })).toThrow(
+      /LIBOS_CHILD_UIDS: a uid range is FIRST-LAST with 1000 <= FIRST <= LAST/,
+    );
+    expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_ISOLATION: 'maybe' })).toThrow(
+      /LIBOS_ISOLATION/,
+    );
   });
 
   it('reads every variable, and names each bad one', () => {
@@ -42,6 +85,31 @@ describe('loadWorkerConfig', () => {
     expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_LEASE_MS: '10' })).toThrow(
       /LIBOS_LEASE_MS/,
     );
+  });
+});
+
+describe('loadWorkerConfig: Redis', () => {
+  it('reads the Redis address and the password file through @libos/redis', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'libos-worker-config-'));
+    try {
+      await writeFile(join(dir, 'redis-password'), 'from-file\n', { mode: 0o600 });
+      const config = loadWorkerConfig({
+        LIBOS_URL: 'http://c:1',
+        LIBOS_REDIS_URL: '/run/redis/redis.sock',
+        LIBOS_REDIS_PASSWORD_FILE: join(dir, 'redis-password'),
+      });
+      expect(config.redis.endpoint).toEqual({ kind: 'socket', path: '/run/redis/redis.sock' });
+      expect(config.redis.password?.reveal()).toBe('from-file');
+      expect(JSON.stringify(config)).not.toContain('from-file');
+      expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_REDIS_URL: 'localhost:6379' })).toThrow(
+        /LIBOS_REDIS_URL/,
+      );
+      expect(() =>
+        loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_REDIS_PASSWORD_FILE: join(dir, 'missing') }),
+      ).toThrow(/LIBOS_REDIS_PASSWORD_FILE: cannot read/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

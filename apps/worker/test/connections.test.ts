@@ -30,7 +30,10 @@ describe('Redis connections', () => {
     await h.startWorker({ LIBOS_POOLS: 'a,b', LIBOS_CONCURRENCY: '4' });
     const idle = await clients(probe, own);
     const started = files.file('started');
-    const wait = await image(h, { ...sh('read -r request; echo go >> "$2"; read -r _', started), pool: 'a' });
+    const wait = await image(h, {
+      ...sh('umask 0; read -r request; echo go >> "$2"; read -r _', started),
+      pool: 'a',
+    });
     const parent = await root(h);
     const children = await Promise.all([1, 2, 3, 4].map(() => spawn(h, parent, wait)));
     await eventually(async () => ((await readLines(started)).length === 4 ? true : undefined));

@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmodSync, mkdtempSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Kernel } from '@libos/kernel';
 import {
   type BudgetRequest,
@@ -23,6 +24,14 @@ import { loadWorkerConfig, type RunningWorker, startWorker, type WorkerConfig } 
 /** Children never reach it in these tests; it is only checked to arrive in their environment. */
 export const COORDINATOR_URL = 'http://127.0.0.1:7070';
 export const LEASE_MS = 600;
+/** The repository: where the test images' programs live, shown read-only in every sandbox. */
+export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url)).replace(/\/$/, '');
+/**
+ * The cwd of every root these tests create, so their children see it (and the scratch dirs made
+ * inside it) read-write in their sandboxes; world-writable, since each child has a uid of its own.
+ */
+export const WORKSPACE = mkdtempSync(join(tmpdir(), 'worker-ws-'));
+chmodSync(WORKSPACE, 0o777);
 
 export interface Harness {
   server: TestRedis;
@@ -62,6 +71,7 @@ export function useHarness(options: { aof?: boolean } = {}): Harness {
     LIBOS_LEASE_MS: String(LEASE_MS),
     LIBOS_CONCURRENCY: '4',
     LIBOS_LOG_LEVEL: process.env.WORKER_TEST_LOG ?? 'silent',
+    LIBOS_SANDBOX_RUNTIME: REPO_ROOT,
     ...extra,
   });
   h.startWorker = async (extra = {}, logger?: Logger) => {
@@ -98,6 +108,7 @@ export function useHarness(options: { aof?: boolean } = {}): Harness {
     queueConnection?.disconnect();
     h.redis?.disconnect();
     await h.server?.stop();
+    await rm(WORKSPACE, { recursive: true, force: true });
   });
   return h;
 }
@@ -128,6 +139,7 @@ export function completed(output: string): string {
 export async function root(h: Harness, budget?: BudgetRequest): Promise<string> {
   const created = await h.kernel.admin.createRoot({
     goal: 'test parent',
+    cwd: WORKSPACE,
     ...(budget ? { resource_budget: budget } : {}),
   });
   return created.pid;
@@ -199,7 +211,8 @@ export async function scratch(): Promise<{
   file(name: string): string;
   cleanup(): Promise<void>;
 }> {
-  const dir = await mkdtemp(join(tmpdir(), 'worker-test-'));
+  const dir = await mkdtemp(join(WORKSPACE, 'scratch-'));
+  await chmod(dir, 0o777);
   return { dir, file: (name) => join(dir, name), cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 

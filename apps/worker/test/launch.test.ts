@@ -165,7 +165,9 @@ describe('each contract ending', () => {
     const waited = await waitChild(h, parent, child);
     expect(waited.outcome).toMatchObject({
       type: 'failed',
-      reason: expect.stringMatching(/^child spawn failed: .*ENOENT/),
+      reason: expect.stringMatching(
+        /^child spawn failed: cwd .*\/absent does not exist on this worker.s host \(ENOENT\)$/,
+      ),
     });
     expect(await readLines(`${files.dir}/absent`)).toEqual([]);
   });

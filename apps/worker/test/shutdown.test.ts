@@ -27,10 +27,10 @@ describe('graceful shutdown', () => {
     const quick = await image(h, shChildLaunch('sleep-then-complete', '0.2'));
     const aware = await image(
       h,
-      sh(`echo aware >> "$2"; exec sh "$3" "$1"`, started, shChildPath('cancel-aware')),
+      sh(`umask 0; echo aware >> "$2"; exec sh "$3" "$1"`, started, shChildPath('cancel-aware')),
     );
     const stubborn = await image(h, {
-      ...sh(`read -r request; echo stubborn >> "$2"; sleep 30 & wait`, started),
+      ...sh(`umask 0; read -r request; echo stubborn >> "$2"; sleep 30 & wait`, started),
       cancel_grace_ms: 300,
     });
     const worker = await h.startWorker({ LIBOS_SHUTDOWN_GRACE_MS: '600' });

@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { shChildLaunch } from '@libos/examples';
+import { hostPid, LAST_JOB_PID, SELF_PID } from '@libos/testkit';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
@@ -36,11 +37,11 @@ beforeAll(async () => {
 });
 afterAll(() => files?.cleanup());
 
-/** The OS pid a child wrote to `path` (first line). */
+/** The host pid of what a child wrote to `path` as SELF_PID (first line). */
 async function osPid(path: string): Promise<number> {
   return eventually(async () => {
     const [line] = await readLines(path);
-    return line === undefined ? undefined : Number(line);
+    return line === undefined ? undefined : hostPid(line);
   });
 }
 
@@ -50,7 +51,7 @@ describe('pause and resume', () => {
     // 16 ticks of 50 ms (about 1 s of work), under a 1.8 s deadline that a 2.2 s pause would exceed.
     const ticker = await image(h, {
       ...sh(
-        `read -r request; ${REQUEST_ID}; echo $$ > "$2pid"; i=0; while [ $i -lt 16 ]; do i=$((i+1)); echo $i >> "$2ticks"; sleep 0.05; done; ${completed('"ticked"')}`,
+        `read -r request; ${REQUEST_ID}; echo ${SELF_PID} > "$2pid"; i=0; while [ $i -lt 16 ]; do i=$((i+1)); echo $i >> "$2ticks"; sleep 0.05; done; ${completed('"ticked"')}`,
         dir,
       ),
       deadline_ms: 1_800,
@@ -110,18 +111,22 @@ describe('cancel', () => {
   it('kills a child that ignores stdin EOF after the image’s grace, and a paused one too', async () => {
     const dir = files.file('stubborn-');
     const stubborn = await image(h, {
-      ...sh(`read -r request; echo $$ >> "$2pids"; sleep 30 & echo $! >> "$2pids"; wait`, dir),
+      // umask 0: both children append to one file, and each runs as a uid of its own.
+      ...sh(
+        `umask 0; read -r request; echo ${SELF_PID} >> "$2pids"; sleep 30 & echo ${LAST_JOB_PID} >> "$2pids"; wait`,
+        dir,
+      ),
       cancel_grace_ms: 400,
     });
     const parent = await root(h);
     const running = await spawn(h, parent, stubborn);
     const paused = await spawn(h, parent, stubborn);
-    await eventually(async () => ((await readLines(`${dir}pids`)).length === 4 ? true : undefined));
-    await h.kernel.admin.signal(paused, { signal: 'pause' });
-    await eventually(async () => {
-      const pids = (await readLines(`${dir}pids`)).map(Number);
-      return pids.filter((pid) => procState(pid) === 'T').length === 2 ? true : undefined;
+    const pids = await eventually(async () => {
+      const found = (await readLines(`${dir}pids`)).map(hostPid);
+      return found.length === 4 && found.every((pid) => pid !== undefined) ? (found as number[]) : undefined;
     });
+    await h.kernel.admin.signal(paused, { signal: 'pause' });
+    await eventually(() => (pids.filter((pid) => procState(pid) === 'T').length === 2 ? true : undefined));
     const started = performance.now();
     await h.kernel.admin.signal(running, { signal: 'cancel' });
     await h.kernel.admin.signal(paused, { signal: 'cancel' });
@@ -132,7 +137,6 @@ describe('cancel', () => {
     const elapsed = performance.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(400);
     expect(elapsed).toBeLessThan(3_000);
-    const pids = (await readLines(`${dir}pids`)).map(Number);
     expect(await eventually(() => (pids.every((pid) => !isAlive(pid)) ? true : undefined), 2_000)).toBe(true);
   });
 });
@@ -147,8 +151,8 @@ describe('terminate', () => {
     const parent = await root(h);
     const child = await spawn(h, parent, family);
     const pids = await eventually(async () => {
-      const lines = (await readLines(pidFile)).map(Number);
-      return lines.length === 3 ? lines : undefined;
+      const lines = (await readLines(pidFile)).map(hostPid);
+      return lines.length === 3 && lines.every((pid) => pid !== undefined) ? (lines as number[]) : undefined;
     });
     expect(pids.every(isAlive)).toBe(true);
     const started = performance.now();

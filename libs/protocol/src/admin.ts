@@ -25,6 +25,16 @@ export const imageCwdSchema = z
   })
   .transform((path) => `/${path.split('/').filter(Boolean).join('/')}`);
 
+/** Per-child limits of an image (enforced by the worker's sandbox: cgroups, else rlimits). */
+export const imageLimitsSchema = z.strictObject({
+  memory_mb: z.number().int().min(16).max(1_048_576).optional(),
+  pids: z.number().int().min(4).max(65_536).optional(),
+  cpu_ms: z.number().int().positive().optional(),
+  file_size_mb: z.number().int().min(1).max(1_048_576).optional(),
+  open_files: z.number().int().min(16).max(1_048_576).optional(),
+});
+export type ImageLimits = z.infer<typeof imageLimitsSchema>;
+
 /** How a worker launches a child. `args` must name `{result_file}`. */
 export const imageSpecSchema = z
   .strictObject({
@@ -43,6 +53,12 @@ export const imageSpecSchema = z
     default_budget: budgetRequestSchema.optional(),
     /** Skills a process of this image starts with (its default skill snapshot). */
     skills: z.array(z.string().min(1).max(128)).max(256).default([]),
+    /** What one child may use on its worker's host; omitted fields take the worker's defaults. */
+    limits: imageLimitsSchema.optional(),
+    /** Host paths the child's sandbox shows read-only besides the system directories (its runtime). */
+    runtime: z.array(imageCwdSchema).max(64).optional(),
+    /** `none`: the child gets a network namespace of its own (loopback only, no coordinator). */
+    network: z.enum(['host', 'none']).optional(),
   })
   .refine((image) => image.args.some((arg) => arg.includes(RESULT_FILE_ARG)), {
     message: `args must name ${RESULT_FILE_ARG}`,

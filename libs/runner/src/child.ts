@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { TEXTS } from '@libos/contract';
 import { atExit } from './exit-cleanup.js';
-import type { LaunchSpec } from './options.js';
+import type { ConfinedSpawn, Confinement, LaunchSpec } from './options.js';
 import { exitStatus, signalGroup } from './process-group.js';
 
 /** How long teardown waits for a SIGKILLed child to be reaped, so no process outlives the run. */
@@ -34,8 +34,9 @@ export class SupervisedChild {
     readonly pid: number,
     private readonly stdin: Writable,
     private readonly stdout: Readable,
+    private readonly confinement: Confinement | undefined,
   ) {
-    this.#dropExitCleanup = atExit(() => signalGroup(pid, 'SIGKILL'));
+    this.#dropExitCleanup = atExit(() => this.signalGroup('SIGKILL'));
     this.exit = new Promise((resolve) => {
       proc.once('exit', (code, signal) => {
         this.#exited = true;
@@ -59,18 +60,34 @@ export class SupervisedChild {
    * Spawns without a shell, stdin and stdout piped, detached so the child leads its own process
    * group. node:child_process directly rather than execa: the runner uses none of execa's
    * features, and execa's per-launch work cost 15–20 % of a trivial launch (bench/runner.ts).
+   * With a confinement, its launcher is spawned instead (as its uid), and with a handshake the
+   * child is placed and released before this resolves.
    */
-  static async spawn(spec: LaunchSpec, argv: string[], stderr: StderrMode): Promise<SpawnOutcome> {
+  static async spawn(
+    spec: LaunchSpec,
+    argv: string[],
+    stderr: StderrMode,
+    confined?: { confinement: Confinement; launch: ConfinedSpawn },
+  ): Promise<SpawnOutcome> {
+    const launch = confined?.launch;
+    const handshake = launch?.handshake === true;
     let proc: ChildProcess;
     try {
-      proc = spawn(spec.command, argv, {
-        cwd: spec.cwd,
+      proc = spawn(launch?.command ?? spec.command, launch?.args ?? argv, {
+        cwd: launch ? launch.cwd : spec.cwd,
         env:
           spec.extraEnv === undefined
             ? (spec.env ?? process.env)
             : { ...(spec.env ?? process.env), ...spec.extraEnv },
-        stdio: ['pipe', 'pipe', typeof stderr === 'function' ? 'pipe' : stderr],
+        stdio: [
+          'pipe',
+          'pipe',
+          typeof stderr === 'function' ? 'pipe' : stderr,
+          ...(handshake ? (['pipe', 'pipe'] as const) : []),
+        ],
         detached: true,
+        ...(launch?.uid === undefined ? {} : { uid: launch.uid }),
+        ...(launch?.gid === undefined ? {} : { gid: launch.gid }),
       });
     } catch (error) {
       return {
@@ -89,7 +106,21 @@ export class SupervisedChild {
       return { ok: false, failure: TEXTS.pipesUnavailable('no stdin or stdout pipe') };
     }
     if (typeof stderr === 'function') proc.stderr?.on('data', stderr);
-    return { ok: true, child: new SupervisedChild(proc, pid, stdin, stdout) };
+    const child = new SupervisedChild(proc, pid, stdin, stdout, confined?.confinement);
+    if (handshake && confined) {
+      const [report, release] = [proc.stdio[3], proc.stdio[4]];
+      try {
+        if (!isReadable(report) || !isWritable(release)) throw new Error('no handshake pipes');
+        await confined.confinement.started(pid, report, release);
+      } catch (error) {
+        await child.tearDown();
+        return {
+          ok: false,
+          failure: TEXTS.spawnFailed(error instanceof Error ? error.message : String(error)),
+        };
+      }
+    }
+    return { ok: true, child };
   }
 
   get exited(): boolean {
@@ -113,16 +144,21 @@ export class SupervisedChild {
     this.stdin.destroy();
   }
 
+  /** Signals the child's whole group, and with a confinement every process of the launch. */
   signalGroup(signal: NodeJS.Signals): boolean {
+    if (this.confinement && (signal === 'SIGSTOP' || signal === 'SIGCONT' || signal === 'SIGKILL')) {
+      this.confinement.signal(signal);
+    }
     return signalGroup(this.pid, signal);
   }
 
   /** Kills the whole group (grandchildren too), closes the pipes and waits for the reap. */
   async tearDown(): Promise<void> {
-    signalGroup(this.pid, 'SIGKILL');
+    this.signalGroup('SIGKILL');
     this.stdin.destroy();
     this.stdout.destroy();
     this.proc.stderr?.destroy();
+    for (const extra of this.proc.stdio.slice(3)) extra?.destroy();
     if (!this.#exited) await Promise.race([this.exit, delay(REAP_WAIT_MS)]);
     this.#dropExitCleanup();
   }
@@ -132,6 +168,14 @@ export class SupervisedChild {
     this.streamFailure = TEXTS.streamFailed(error.message);
     this.#onFailure();
   }
+}
+
+function isReadable(stream: unknown): stream is Readable {
+  return stream !== null && typeof stream === 'object' && 'read' in stream;
+}
+
+function isWritable(stream: unknown): stream is Writable {
+  return stream !== null && typeof stream === 'object' && 'write' in stream;
 }
 
 function delay(ms: number): Promise<void> {

@@ -33,7 +33,7 @@ export class ContractRunAbortedError extends Error {
  * (with a `ContractRunAbortedError`) or the options are invalid (a `TypeError`).
  */
 export async function contractRun(options: ContractRunOptions): Promise<ContractRunResult> {
-  const { signal, onSpawn, stderr, logger, ...data } = options;
+  const { signal, onSpawn, stderr, logger, confinement, ...data } = options;
   const parsed = contractRunOptionsSchema.safeParse(data);
   if (!parsed.success) throw new TypeError(`contractRun: invalid options: ${parsed.error.message}`);
   const spec = parsed.data;
@@ -50,9 +50,10 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
   }
   try {
     if (signal?.aborted) throw new ContractRunAbortedError(signal.reason);
-    return await runInDir(spec, dir, { signal, onSpawn, stderr, logger });
+    return await runInDir(spec, dir, { signal, onSpawn, stderr, logger, confinement });
   } finally {
     await dir.remove();
+    await confinement?.release();
   }
 }
 
@@ -72,7 +73,23 @@ async function runInDir(
     limits: spec.maxSteps === undefined ? undefined : { max_steps: spec.maxSteps },
     schema: spec.schema,
   });
-  const spawned = await SupervisedChild.spawn(spec, argv, hooks.stderr ?? 'inherit');
+  let confined: Parameters<typeof SupervisedChild.spawn>[3];
+  if (hooks.confinement) {
+    try {
+      const env =
+        spec.extraEnv === undefined
+          ? (spec.env ?? process.env)
+          : { ...(spec.env ?? process.env), ...spec.extraEnv };
+      const launch = await hooks.confinement.spawn(
+        { command: spec.command, args: argv, cwd: spec.cwd, env },
+        dir.path,
+      );
+      confined = { confinement: hooks.confinement, launch };
+    } catch (error) {
+      return classifyLaunch({ launched: false, failure: TEXTS.spawnFailed(messageOf(error)) });
+    }
+  }
+  const spawned = await SupervisedChild.spawn(spec, argv, hooks.stderr ?? 'inherit', confined);
   if (!spawned.ok) return classifyLaunch({ launched: false, failure: spawned.failure });
   const child = spawned.child;
   const { pid } = child;
@@ -170,7 +187,7 @@ async function runInDir(
     requestId: spec.id,
     timedOut,
     ...(child.streamFailure === undefined ? {} : { runnerFailure: child.streamFailure }),
-    file: dir.readResult(),
+    file: dir.readResult(spec.maxResultBytes),
     ...(exitCode === undefined ? {} : { exitCode }),
   });
 }

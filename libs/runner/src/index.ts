@@ -1,10 +1,13 @@
 export { ContractRunAbortedError, contractRun } from './contract-run.js';
 export {
+  type ConfinedSpawn,
+  type Confinement,
   type ContractRunHooks,
   type ContractRunOptions,
   contractRunOptionsSchema,
   DEFAULT_CANCEL_GRACE_MS,
   DEFAULT_DEADLINE_MS,
+  DEFAULT_MAX_RESULT_BYTES,
   EXIT_WAIT_MS,
   type LaunchControl,
   type LaunchSpec,

@@ -4,6 +4,8 @@ export const DEFAULT_DEADLINE_MS = 600_000;
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** How long the runner waits for the exit status after a clean stdout EOF (reference §1.8). */
 export const EXIT_WAIT_MS = 2_000;
+/** The largest result file read by default (16 MiB): a bigger one is refused unread. */
+export const DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024;
 
 const millis = z.number().int().min(0);
 
@@ -23,6 +25,8 @@ export const contractRunOptionsSchema = z.object({
   extraEnv: z.record(z.string(), z.string()).optional(),
   maxSteps: z.number().int().min(1).optional(),
   schema: z.unknown().optional(),
+  /** A result file larger than this is not read: the launch is `failed` (unreadable, too large). */
+  maxResultBytes: z.number().int().min(1).default(DEFAULT_MAX_RESULT_BYTES),
 });
 
 /** Minimal structured logger (pino's `debug(obj, msg)` fits). */
@@ -58,6 +62,54 @@ export interface ContractRunHooks {
   /** The child's stderr: inherited by default, never parsed. A function receives its bytes. */
   stderr?: 'inherit' | 'ignore' | ((chunk: Uint8Array) => void);
   logger?: RunnerLogger;
+  /**
+   * How the child is contained on this host (a sandbox: its own uid, namespaces, limits). Without
+   * one the child runs as the runner's own user in a process group of its own.
+   */
+  confinement?: Confinement;
+}
+
+/** What to spawn for a contained child: a launcher (e.g. bwrap) that runs its argv in a sandbox. */
+export interface ConfinedSpawn {
+  command: string;
+  args: string[];
+  /** The launcher's own cwd (the child's cwd is set inside the sandbox). */
+  cwd?: string;
+  uid?: number;
+  gid?: number;
+  /**
+   * With a handshake the launcher gets two more pipes, fd 3 (it reports where the child runs)
+   * and fd 4 (it waits there until released); `started` then places the child and releases it
+   * before the request is written.
+   */
+  handshake: boolean;
+}
+
+/**
+ * Containment of one launch, as the runner uses it. Implemented by `@libos/sandbox`; the runner
+ * knows nothing of uids, namespaces or cgroups. Every method but `spawn` must not throw.
+ */
+export interface Confinement {
+  /**
+   * Before the spawn: make the private result directory the child's and say what to spawn
+   * instead of `command`/`args` (whose `{result_file}` is already replaced). A rejection is a
+   * launch that failed to start (`child spawn failed: <message>`).
+   */
+  spawn(
+    child: {
+      command: string;
+      args: string[];
+      cwd?: string;
+      env: Readonly<Record<string, string | undefined>>;
+    },
+    resultDir: string,
+  ): Promise<ConfinedSpawn>;
+  /** With a handshake: fd 3 and fd 4 of the launcher. A rejection fails the launch as above. */
+  started(pid: number, report: NodeJS.ReadableStream, release: NodeJS.WritableStream): Promise<void>;
+  /** Stop, continue or kill every process of the launch, descendants included. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT' | 'SIGKILL'): void;
+  /** After the launch is reaped: give back what it held (its uid, its cgroups). */
+  release(): Promise<void>;
 }
 
 export type ContractRunOptions = z.input<typeof contractRunOptionsSchema> & ContractRunHooks;

@@ -225,8 +225,41 @@ describe('contractRun: the result file decides', () => {
 
   it('an unreadable result (a directory at the path)', async () => {
     const classified = await run(sh('read request; mkdir "$1"'));
-    expect(classified.terminal.reason).toMatch(/^the result file is unreadable: .*EISDIR/);
+    expect(classified.terminal.reason).toBe('the result file is unreadable: it is not a regular file');
     expect(classified.unaccounted).toBe('the result file is unreadable');
+  });
+
+  it('a result the child cannot use to make its reader read elsewhere: a symlink, a FIFO, a hard link', async () => {
+    // The reader may be more privileged than the child: none of these is followed or read.
+    const symlink = await run(sh('read request; ln -s /etc/hostname "$1"'));
+    expect(symlink.terminal.reason).toBe('the result file is unreadable: it is a symbolic link');
+    const fifo = await run(sh('read request; mkfifo "$1"'));
+    expect(fifo.terminal.reason).toBe('the result file is unreadable: it is not a regular file');
+    const linked = await run(
+      sh(`read request; ${writeResult(result('test-1', 'completed', { output: 'x' }))}; ln "$1" "$1.2"`),
+    );
+    expect(linked.terminal.reason).toBe('the result file is unreadable: it has other hard links');
+  });
+
+  it('a result over the size limit is refused unread, however large (a sparse 1 GiB file)', async () => {
+    const before = process.memoryUsage().rss;
+    const huge = await run(sh('read request; truncate -s 1G "$1"'));
+    expect(huge.terminal.reason).toBe(
+      `the result file is unreadable: it is ${1024 ** 3} bytes, over the limit of ${16 * 1024 * 1024} bytes`,
+    );
+    expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
+    const doc = JSON.stringify({
+      version: 1,
+      request_id: 'test-1',
+      status: 'completed',
+      output: 'y'.repeat(2048),
+    });
+    const small = await run(sh(`read request; printf '%s' '${doc}' > "$1"`), { maxResultBytes: 1024 });
+    expect(small.terminal.reason).toBe(
+      `the result file is unreadable: it is ${doc.length} bytes, over the limit of 1024 bytes`,
+    );
+    const fits = await run(sh(`read request; printf '%s' '${doc}' > "$1"`), { maxResultBytes: doc.length });
+    expect(fits.terminal).toEqual({ type: 'captured' });
   });
 
   it('completed with output null is captured with a null report', async () => {

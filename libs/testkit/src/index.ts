@@ -1,2 +1,3 @@
 export { uniquePrefix } from './names.js';
+export { hostPid, LAST_JOB_PID, SELF_PID } from './processes.js';
 export { freePort, type StartRedisOptions, startRedis, type TestRedis } from './redis.js';

@@ -1,0 +1,96 @@
+import type { ClaimedLaunch } from '@libos/protocol';
+import { DEFAULT_MAX_RESULT_BYTES } from '@libos/runner';
+import {
+  type ConfineRequest,
+  DEFAULT_LIMITS,
+  parseUidRange,
+  type SandboxLimits,
+  type SandboxSettings,
+} from '@libos/sandbox';
+import { z } from 'zod';
+
+/** A list of absolute host paths, separated by `:` or `,`. */
+const pathList = z
+  .string()
+  .default('')
+  .transform((text) =>
+    text
+      .split(/[:,]/)
+      .map((path) => path.trim())
+      .filter((path) => path !== ''),
+  )
+  .pipe(z.array(z.string().regex(/^\//, 'paths must be absolute')));
+
+/** The worker's containment settings (merged into its environment schema). */
+export const isolationEnvShape = {
+  /** `strict` refuses to start unless every protection holds; `auto` takes what the host has. */
+  LIBOS_ISOLATION: z.enum(['strict', 'auto', 'none']).default('auto'),
+  /** Uids for children, one per running child; shared by the host's workers through the locks. */
+  LIBOS_CHILD_UIDS: z
+    .string()
+    .default('20000-29999')
+    .transform((text, ctx) => {
+      try {
+        return parseUidRange(text);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  LIBOS_CHILD_UID_LOCKS: z.string().regex(/^\//).default('/run/libos/child-uids'),
+  /** Host paths every sandbox shows read-only (where the images' programs live). */
+  LIBOS_SANDBOX_RUNTIME: pathList,
+  /** Host paths no sandbox shows, even inside a shown one (state directories such as `.libos`). */
+  LIBOS_SANDBOX_HIDE: pathList,
+  LIBOS_CGROUP_ROOT: z.string().regex(/^\//).optional(),
+  /** A result file larger than this fails its launch unread. */
+  LIBOS_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_RESULT_BYTES),
+};
+
+const isolationEnvSchema = z.object(isolationEnvShape);
+type IsolationEnv = z.output<typeof isolationEnvSchema>;
+
+export interface IsolationConfig {
+  sandbox: SandboxSettings;
+  maxResultBytes: number;
+}
+
+export function isolationConfig(env: IsolationEnv): IsolationConfig {
+  return {
+    sandbox: {
+      mode: env.LIBOS_ISOLATION,
+      uids: env.LIBOS_CHILD_UIDS,
+      lockDir: env.LIBOS_CHILD_UID_LOCKS,
+      runtime: env.LIBOS_SANDBOX_RUNTIME,
+      hide: [...env.LIBOS_SANDBOX_HIDE, env.LIBOS_CHILD_UID_LOCKS],
+      cgroupName: 'libos',
+      cgroupRoot: env.LIBOS_CGROUP_ROOT,
+      bwrap: 'bwrap',
+      prlimit: '/usr/bin/prlimit',
+    },
+    maxResultBytes: env.LIBOS_MAX_RESULT_BYTES,
+  };
+}
+
+/** The image's limits over the defaults. */
+export function limitsOf(claimed: ClaimedLaunch): SandboxLimits {
+  const given = claimed.image_spec.limits ?? {};
+  return {
+    memoryMb: given.memory_mb ?? DEFAULT_LIMITS.memoryMb,
+    pids: given.pids ?? DEFAULT_LIMITS.pids,
+    cpuMs: given.cpu_ms,
+    fileSizeMb: given.file_size_mb ?? DEFAULT_LIMITS.fileSizeMb,
+    openFiles: given.open_files ?? DEFAULT_LIMITS.openFiles,
+  };
+}
+
+/** What a claimed attempt's sandbox shows and allows: its cwd, inherited paths, image runtime. */
+export function confineRequest(claimed: ClaimedLaunch): ConfineRequest {
+  return {
+    cwd: claimed.cwd,
+    paths: claimed.inherited_paths.map(({ path, access }) => ({ path, access })),
+    runtime: claimed.image_spec.runtime ?? [],
+    limits: limitsOf(claimed),
+    network: claimed.image_spec.network ?? 'host',
+  };
+}

@@ -1,0 +1,211 @@
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SandboxLimits } from './limits.js';
+
+const ROOT = '/sys/fs/cgroup';
+/** The v1 hierarchies a sandbox uses, and what each enforces. */
+const V1_CONTROLLERS = ['memory', 'pids', 'freezer'] as const;
+type V1Controller = (typeof V1_CONTROLLERS)[number];
+
+/** What the host's cgroups can do for a sandbox. */
+export interface CgroupSupport {
+  version: 1 | 2;
+  memory: boolean;
+  pids: boolean;
+  freeze: boolean;
+}
+
+/**
+ * Per-child cgroups under the worker's own: cgroup v1 (one directory per controller: memory,
+ * pids, freezer) or v2 (one directory; memory.max, pids.max, cgroup.freeze, cgroup.kill). The
+ * worker must be able to create them (root, or a delegated v2 subtree).
+ */
+export class CgroupHost {
+  private constructor(
+    readonly support: CgroupSupport,
+    /** v1: controller -> base directory; v2: the one base directory under 'v2'. */
+    private readonly bases: ReadonlyMap<string, string>,
+  ) {}
+
+  /**
+   * The cgroups this process may create children in, or undefined when it may not. `root`
+   * overrides the base (v2: a delegated directory; v1: a path inside each hierarchy).
+   */
+  static detect(name: string, root?: string): CgroupHost | undefined {
+    const own = ownCgroups();
+    if (existsSync(join(ROOT, 'cgroup.controllers'))) {
+      const base = root ?? join(ROOT, own.get('') ?? '/', name);
+      const parent = root ?? join(ROOT, own.get('') ?? '/');
+      if (!tryMkdir(base)) return undefined;
+      const available = readWords(join(parent, 'cgroup.controllers'));
+      // Children of `base` get memory and pids only if `base` delegates them.
+      for (const controller of ['memory', 'pids']) {
+        if (available.has(controller)) tryWrite(join(base, 'cgroup.subtree_control'), `+${controller}`);
+      }
+      const enabled = readWords(join(base, 'cgroup.subtree_control'));
+      return new CgroupHost(
+        { version: 2, memory: enabled.has('memory'), pids: enabled.has('pids'), freeze: true },
+        new Map([['v2', base]]),
+      );
+    }
+    const bases = new Map<string, string>();
+    for (const controller of V1_CONTROLLERS) {
+      const hierarchy = join(ROOT, controller);
+      if (!existsSync(join(hierarchy, 'cgroup.procs'))) continue;
+      const base = root ? join(hierarchy, root) : join(hierarchy, own.get(controller) ?? '/', name);
+      if (tryMkdir(base)) bases.set(controller, base);
+    }
+    if (bases.size === 0) return undefined;
+    return new CgroupHost(
+      { version: 1, memory: bases.has('memory'), pids: bases.has('pids'), freeze: bases.has('freezer') },
+      bases,
+    );
+  }
+
+  /** A fresh cgroup (set) for one sandbox, with its limits written. A stale one is emptied first. */
+  create(name: string, limits: SandboxLimits): ChildCgroup {
+    const dirs = [...this.bases.entries()].map(([controller, base]) => ({
+      controller,
+      dir: join(base, name),
+    }));
+    const cgroup = new ChildCgroup(this.support, dirs);
+    cgroup.kill();
+    cgroup.remove();
+    for (const { dir } of dirs) mkdirSync(dir, { recursive: true });
+    cgroup.limit(limits);
+    return cgroup;
+  }
+}
+
+/** One sandbox's cgroups. */
+export class ChildCgroup {
+  constructor(
+    private readonly support: CgroupSupport,
+    private readonly dirs: ReadonlyArray<{ controller: string; dir: string }>,
+  ) {}
+
+  get paths(): string[] {
+    return this.dirs.map(({ dir }) => dir);
+  }
+
+  limit(limits: SandboxLimits): void {
+    const bytes = String(limits.memoryMb * 1024 * 1024);
+    if (this.support.version === 2) {
+      if (this.support.memory) {
+        this.#write('v2', 'memory.max', bytes);
+        tryWrite(join(this.#dir('v2') ?? '', 'memory.swap.max'), '0');
+      }
+      if (this.support.pids) this.#write('v2', 'pids.max', String(limits.pids));
+      return;
+    }
+    if (this.support.memory) this.#write('memory', 'memory.limit_in_bytes', bytes);
+    if (this.support.pids) this.#write('pids', 'pids.max', String(limits.pids));
+  }
+
+  /** Moves `pid` (the sandbox's init, before it starts the child) into every cgroup. */
+  join(pid: number): void {
+    for (const { dir } of this.dirs) writeFileSync(join(dir, 'cgroup.procs'), String(pid));
+  }
+
+  freeze(): boolean {
+    if (!this.support.freeze) return false;
+    if (this.support.version === 2) return tryWrite(join(this.#dir('v2') ?? '', 'cgroup.freeze'), '1');
+    return tryWrite(join(this.#dir('freezer') ?? '', 'freezer.state'), 'FROZEN');
+  }
+
+  thaw(): boolean {
+    if (!this.support.freeze) return false;
+    if (this.support.version === 2) return tryWrite(join(this.#dir('v2') ?? '', 'cgroup.freeze'), '0');
+    return tryWrite(join(this.#dir('freezer') ?? '', 'freezer.state'), 'THAWED');
+  }
+
+  /** SIGKILL to every process in the sandbox: v2 cgroup.kill, v1 freeze, kill each, thaw. */
+  kill(): void {
+    if (this.support.version === 2) {
+      const dir = this.#dir('v2');
+      if (dir && tryWrite(join(dir, 'cgroup.kill'), '1')) return;
+    }
+    const frozen = this.freeze();
+    for (const pid of this.pids()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    if (frozen) this.thaw();
+  }
+
+  /** The processes still in the sandbox (from the first cgroup; all hold the same ones). */
+  pids(): number[] {
+    const first = this.dirs[0];
+    if (!first) return [];
+    try {
+      return readFileSync(join(first.dir, 'cgroup.procs'), 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+        .map(Number);
+    } catch {
+      return [];
+    }
+  }
+
+  /** Removes the cgroups; false while a process (a zombie not yet reaped) is still in one. */
+  remove(): boolean {
+    let removed = true;
+    for (const { dir } of this.dirs) {
+      try {
+        rmdirSync(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') removed = false;
+      }
+    }
+    return removed;
+  }
+
+  #dir(controller: V1Controller | 'v2'): string | undefined {
+    return this.dirs.find((entry) => entry.controller === controller)?.dir;
+  }
+
+  #write(controller: V1Controller | 'v2', file: string, value: string): void {
+    const dir = this.#dir(controller);
+    if (dir) writeFileSync(join(dir, file), value);
+  }
+}
+
+/** This process's cgroup path per v1 controller ('' for the v2 hierarchy). */
+function ownCgroups(): Map<string, string> {
+  const own = new Map<string, string>();
+  try {
+    for (const line of readFileSync('/proc/self/cgroup', 'utf8').split('\n')) {
+      const [, controllers, path] = line.split(':');
+      if (controllers === undefined || path === undefined) continue;
+      for (const controller of controllers.split(',')) own.set(controller, path);
+    }
+  } catch {}
+  return own;
+}
+
+function tryMkdir(dir: string): boolean {
+  try {
+    mkdirSync(dir, { recursive: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function tryWrite(file: string, value: string): boolean {
+  try {
+    writeFileSync(file, value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function readWords(file: string): Set<string> {
+  try {
+    return new Set(readFileSync(file, 'utf8').split(/\s+/).filter(Boolean));
+  } catch {
+    return new Set();
+  }
+}

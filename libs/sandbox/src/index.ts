@@ -1,0 +1,16 @@
+export { bwrapArgs, isInside, type Mount, type SandboxView } from './bwrap.js';
+export { CgroupHost, type CgroupSupport, ChildCgroup } from './cgroups.js';
+export { DEFAULT_LIMITS, rlimitArgs, type SandboxLimits } from './limits.js';
+export {
+  ChildSandbox,
+  type ConfineRequest,
+  type IsolationMode,
+  type IsolationReport,
+  processesOfUid,
+  SANDBOX_ENV,
+  Sandbox,
+  type SandboxSettings,
+  SYSTEM_RUNTIME,
+} from './sandbox.js';
+export { parseUidRange, UidPool, type UidRange } from './uid-pool.js';
+export { monotonicMs, Watchdog, type WatchdogFiring, type WatchdogTarget } from './watchdog.js';

@@ -1,0 +1,373 @@
+import { spawnSync } from 'node:child_process';
+import {
+  accessSync,
+  chownSync,
+  constants,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
+import type { ConfinedSpawn, Confinement } from '@libos/runner';
+import { bwrapArgs, type Mount, type SandboxView } from './bwrap.js';
+import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
+import { rlimitArgs, type SandboxLimits } from './limits.js';
+import { UidPool, type UidRange } from './uid-pool.js';
+
+export type IsolationMode = 'strict' | 'auto' | 'none';
+
+export interface SandboxSettings {
+  /** `strict`: refuse to start without every feature; `auto`: what the host offers; `none`: off. */
+  mode: IsolationMode;
+  /** Children's uids (each running child has one of its own). */
+  uids: UidRange;
+  /** Where the uid locks live, shared by every worker of the host (root-only). */
+  lockDir: string;
+  /** Host paths every sandbox shows read-only, besides the system directories. */
+  runtime: string[];
+  /** Host paths hidden in every sandbox (state directories: `.libos`, the uid locks). */
+  hide: string[];
+  /** The cgroup under the worker's own in which sandboxes get theirs. */
+  cgroupName: string;
+  /** Instead of the worker's own cgroup: a delegated directory (v2) or a path in each hierarchy (v1). */
+  cgroupRoot?: string | undefined;
+  bwrap: string;
+  prlimit: string;
+}
+
+/** The system directories a sandbox shows read-only (those the host has). */
+export const SYSTEM_RUNTIME = [
+  '/usr',
+  '/bin',
+  '/sbin',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/etc',
+  '/opt',
+];
+
+/** The environment a sandbox gives its child before the image's own: a home it can write. */
+export const SANDBOX_ENV: Readonly<Record<string, string>> = { HOME: '/tmp', TMPDIR: '/tmp' };
+
+/** What this host enforces, feature by feature; `level` sums it up. */
+export interface IsolationReport {
+  level: 'strict' | 'partial' | 'none';
+  /** A uid of its own per running child (the worker must be root). */
+  uid: boolean;
+  /** bwrap: pid, mount, ipc, uts and user namespaces; the child sees only its view of the host. */
+  namespaces: boolean;
+  /** Memory and process-count limits of the whole sandbox. */
+  cgroupMemory: boolean;
+  cgroupPids: boolean;
+  /** Pause stops every process of the sandbox at once. */
+  freeze: boolean;
+  cgroupVersion: 1 | 2 | null;
+  /** Per-process limits (open files, file size, CPU time, processes of its uid). */
+  rlimits: boolean;
+  /** What is missing for `strict`, in words. */
+  missing: string[];
+}
+
+/** One launch's request: where it works, what it may see, what it may use. */
+export interface ConfineRequest {
+  cwd: string;
+  paths: Mount[];
+  /** The image's runtime: host paths shown read-only. */
+  runtime: string[];
+  limits: SandboxLimits;
+  network: 'host' | 'none';
+}
+
+/**
+ * A worker's containment of its children: it probes the host once (bwrap, user namespaces, uid
+ * switching, cgroups, prlimit), says what it enforces, and confines each launch accordingly.
+ * Knows nothing of Redis, attempts or leases.
+ */
+export class Sandbox {
+  private constructor(
+    readonly settings: SandboxSettings,
+    readonly report: IsolationReport,
+    private readonly pool: UidPool | undefined,
+    private readonly cgroups: CgroupHost | undefined,
+    private readonly useBwrap: boolean,
+  ) {}
+
+  /** Probes the host; throws in `strict` mode when something is missing (naming it). */
+  static create(settings: SandboxSettings): Sandbox {
+    if (settings.mode === 'none') {
+      const report: IsolationReport = {
+        level: 'none',
+        uid: false,
+        namespaces: false,
+        cgroupMemory: false,
+        cgroupPids: false,
+        freeze: false,
+        cgroupVersion: null,
+        rlimits: false,
+        missing: ['isolation is off (LIBOS_ISOLATION=none)'],
+      };
+      return new Sandbox(settings, report, undefined, undefined, false);
+    }
+    const missing: string[] = [];
+    const root = process.getuid?.() === 0;
+    if (!root) missing.push('a uid per child: the worker is not root, so it cannot switch uids');
+    const pool = root ? new UidPool(settings.uids, settings.lockDir) : undefined;
+    const probeUid = pool ? settings.uids.first : undefined;
+    const namespaces = probeBwrap(settings.bwrap, probeUid);
+    if (!namespaces.ok) missing.push(`namespaces: ${namespaces.problem}`);
+    const rlimits = existsSync(settings.prlimit);
+    if (!rlimits) missing.push(`rlimits: no ${settings.prlimit} (util-linux)`);
+    const cgroups = root ? Cgroups.detect(settings.cgroupName, settings.cgroupRoot) : undefined;
+    const support = cgroups?.support;
+    if (!support) missing.push('cgroups: none writable by the worker');
+    else {
+      if (!support.memory) missing.push(`cgroups: no memory controller (cgroup v${support.version})`);
+      if (!support.pids) missing.push(`cgroups: no pids controller (cgroup v${support.version})`);
+      if (!support.freeze) missing.push('cgroups: no freezer');
+    }
+    // Cgroups are joined through bwrap's handshake; without bwrap they are not used.
+    const useCgroups = namespaces.ok ? cgroups : undefined;
+    const report: IsolationReport = {
+      level: missing.length === 0 ? 'strict' : 'partial',
+      uid: pool !== undefined,
+      namespaces: namespaces.ok,
+      cgroupMemory: Boolean(useCgroups?.support.memory),
+      cgroupPids: Boolean(useCgroups?.support.pids),
+      freeze: Boolean(useCgroups?.support.freeze),
+      cgroupVersion: useCgroups?.support.version ?? null,
+      rlimits,
+      missing,
+    };
+    if (settings.mode === 'strict' && missing.length > 0) {
+      throw new Error(`isolation strict cannot be enforced on this host: ${missing.join('; ')}`);
+    }
+    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok);
+  }
+
+  /** One line for the worker's start-up log. */
+  describe(): string {
+    const r = this.report;
+    if (r.level === 'none') return 'isolation none: children run as the worker, unconfined';
+    const parts = [
+      r.uid ? `uid per child (${this.settings.uids.first}-${this.settings.uids.last})` : 'no uid switch',
+      r.namespaces ? 'bwrap namespaces' : 'no namespaces',
+      r.cgroupVersion
+        ? `cgroup v${r.cgroupVersion} ${['memory', 'pids', 'freezer'].filter((_, i) => [r.cgroupMemory, r.cgroupPids, r.freeze][i]).join('+')}`
+        : 'no cgroups',
+      r.rlimits ? 'rlimits' : 'no rlimits',
+    ];
+    return `isolation ${r.level}: ${parts.join(', ')}${r.missing.length ? ` (missing: ${r.missing.join('; ')})` : ''}`;
+  }
+
+  /** A confinement for one launch, with its uid already allocated (so a watchdog can be armed). */
+  confine(request: ConfineRequest): ChildSandbox {
+    return new ChildSandbox(this, request, this.pool, this.cgroups, this.useBwrap);
+  }
+
+  close(): void {
+    this.pool?.releaseAll();
+  }
+}
+
+/** One launch's sandbox: the runner's `Confinement`. */
+export class ChildSandbox implements Confinement {
+  /** The launch's own uid (and gid), when the host switches uids. */
+  readonly uid: number | undefined;
+  #cgroup: ChildCgroup | undefined;
+  #released = false;
+
+  constructor(
+    private readonly host: Sandbox,
+    private readonly request: ConfineRequest,
+    private readonly pool: UidPool | undefined,
+    private readonly cgroups: CgroupHost | undefined,
+    private readonly useBwrap: boolean,
+  ) {
+    this.uid = pool?.acquire();
+  }
+
+  async spawn(
+    child: {
+      command: string;
+      args: string[];
+      cwd?: string;
+      env: Readonly<Record<string, string | undefined>>;
+    },
+    resultDir: string,
+  ): Promise<ConfinedSpawn> {
+    const { request, uid } = this;
+    requireDirectory(request.cwd, 'cwd');
+    for (const mount of request.paths) requireReal(mount.path, 'inherited path');
+    // Inside the sandbox a missing program is the launcher's exit 127; say it as a spawn would.
+    requireProgram(child.command, request.cwd, child.env.PATH);
+    if (uid !== undefined) chownSync(resultDir, uid, uid);
+    // Cgroups need the uid switch (root), so a cgroup is named by the host-unique uid.
+    if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.create(`u${uid}`, request.limits);
+    const limited = this.host.report.rlimits
+      ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
+      : [child.command, ...child.args];
+    const ids = uid === undefined ? {} : { uid, gid: uid };
+    if (!this.useBwrap) {
+      const [command = child.command, ...args] = limited;
+      return { command, args, cwd: request.cwd, ...ids, handshake: false };
+    }
+    const view: SandboxView = {
+      runtime: [...SYSTEM_RUNTIME, ...this.host.settings.runtime, ...request.runtime],
+      cwd: request.cwd,
+      paths: request.paths,
+      hide: this.host.settings.hide,
+      resultDir,
+      network: request.network,
+    };
+    const handshake = this.#cgroup !== undefined;
+    return {
+      command: this.host.settings.bwrap,
+      args: [...bwrapArgs(view, handshake), '--', ...limited],
+      cwd: '/',
+      ...ids,
+      handshake,
+    };
+  }
+
+  async started(_pid: number, report: NodeJS.ReadableStream, release: NodeJS.WritableStream): Promise<void> {
+    const childPid = await readChildPid(report);
+    this.#cgroup?.join(childPid);
+    await new Promise<void>((resolve, reject) => {
+      release.write('1', (error) => (error ? reject(error) : resolve()));
+    });
+    release.end();
+  }
+
+  /**
+   * Stop and continue are signals to every process of the sandbox, so each shows as stopped (T)
+   * like any SIGSTOPped process; with a freezer the list is taken while the sandbox is frozen, so
+   * nothing can fork past it. Kill is the cgroup's (the launcher's death takes the rest anyway).
+   */
+  signal(signal: 'SIGSTOP' | 'SIGCONT' | 'SIGKILL'): void {
+    const cgroup = this.#cgroup;
+    if (signal === 'SIGKILL') {
+      cgroup?.kill();
+      return;
+    }
+    const frozen = signal === 'SIGSTOP' && cgroup?.freeze() === true;
+    const pids = cgroup ? cgroup.pids() : this.uid === undefined ? [] : processesOfUid(this.uid);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, signal);
+      } catch {}
+    }
+    if (frozen) cgroup?.thaw();
+  }
+
+  async release(): Promise<void> {
+    if (this.#released) return;
+    this.#released = true;
+    const cgroup = this.#cgroup;
+    if (cgroup) {
+      // A killed sandbox's processes take a moment to leave; the uid is reused only after.
+      for (let round = 0; round < 50 && !cgroup.remove(); round += 1) {
+        cgroup.kill();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    if (this.uid !== undefined) this.pool?.release(this.uid);
+  }
+}
+
+/** Every process whose real uid is `uid` (the watchdog process has its own copy: it imports nothing). */
+export function processesOfUid(uid: number): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const match = /\nUid:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, 'utf8'));
+      if (match && Number(match[1]) === uid) found.push(Number(name));
+    } catch {}
+  }
+  return found;
+}
+
+/** bwrap runs a trivial sandbox here (as `uid` when given): user namespaces work. */
+function probeBwrap(bwrap: string, uid: number | undefined): { ok: true } | { ok: false; problem: string } {
+  const ran = spawnSync(
+    bwrap,
+    [
+      ...bwrapArgs(
+        { runtime: SYSTEM_RUNTIME, cwd: '/', paths: [], hide: [], resultDir: '/tmp', network: 'host' },
+        false,
+      ),
+      '--',
+      'true',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, ...(uid === undefined ? {} : { uid, gid: uid }) },
+  );
+  if (ran.error)
+    return { ok: false, problem: `${bwrap} cannot run (${ran.error.message}); install bubblewrap` };
+  if (ran.status !== 0) {
+    return {
+      ok: false,
+      problem: `${bwrap} failed (${ran.stderr.toString().trim() || `status ${ran.status}`}): are user namespaces enabled?`,
+    };
+  }
+  return { ok: true };
+}
+
+function requireProgram(command: string, cwd: string, path: string | undefined): void {
+  const candidates = command.includes('/')
+    ? [command.startsWith('/') ? command : `${cwd}/${command}`]
+    : (path ?? '/usr/bin:/bin')
+        .split(':')
+        .filter((dir) => dir.startsWith('/'))
+        .map((dir) => `${dir}/${command}`);
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return;
+    } catch {}
+  }
+  throw new Error(`spawn ${command} ENOENT`);
+}
+
+function requireReal(path: string, what: string): void {
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch {
+    throw new Error(`${what} ${path} does not exist on this worker's host (ENOENT)`);
+  }
+  // A symlink could point the mount anywhere; only real paths are shown.
+  if (real !== path) throw new Error(`${what} ${path} is a symbolic link (to ${real}) on this worker's host`);
+}
+
+function requireDirectory(path: string, what: string): void {
+  requireReal(path, what);
+  if (!lstatSync(path).isDirectory())
+    throw new Error(`${what} ${path} is not a directory on this worker's host`);
+}
+
+/** Reads bwrap's info JSON (`{"child-pid": N, ...}`) from fd 3. */
+function readChildPid(report: NodeJS.ReadableStream): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => finish(new Error('the sandbox did not start within 10 s')), 10_000);
+    const finish = (outcome: number | Error) => {
+      clearTimeout(timer);
+      report.removeAllListeners('data');
+      if (typeof outcome === 'number') resolve(outcome);
+      else reject(outcome);
+    };
+    report.on('data', (chunk: Buffer | string) => {
+      text += chunk.toString();
+      const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      if (match) finish(Number(match[1]));
+    });
+    report.once('end', () =>
+      finish(new Error(`the sandbox ended before it started: ${text.trim() || 'no report'}`)),
+    );
+    report.once('error', (error) => finish(error instanceof Error ? error : new Error(String(error))));
+  });
+}
