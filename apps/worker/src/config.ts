@@ -31,6 +31,9 @@ export const workerEnvSchema = z.object({
   LIBOS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ...isolationEnvShape,
+  /** `/metrics` and `/healthz` on this port (for probes and scrapes); none when unset. */
+  LIBOS_WORKER_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  LIBOS_WORKER_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export interface WorkerConfig {
@@ -46,6 +49,8 @@ export interface WorkerConfig {
   logLevel: z.infer<typeof workerEnvSchema>['LIBOS_LOG_LEVEL'];
   /** How children are contained on this host (see isolation.ts). */
   isolation: IsolationConfig;
+  /** Where `/metrics` and `/healthz` listen, when at all. */
+  ops?: { host: string; port: number } | undefined;
 }
 
 /** Reads and checks the worker's settings; throws one error naming every bad variable. */
@@ -68,5 +73,9 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     shutdownGraceMs: e.LIBOS_SHUTDOWN_GRACE_MS,
     logLevel: e.LIBOS_LOG_LEVEL,
     isolation: isolationConfig(e),
+    ops:
+      e.LIBOS_WORKER_PORT === undefined
+        ? undefined
+        : { host: e.LIBOS_WORKER_HOST, port: e.LIBOS_WORKER_PORT },
   };
 }

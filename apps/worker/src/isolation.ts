@@ -43,6 +43,8 @@ export const isolationEnvShape = {
   /** Host paths no sandbox shows, even inside a shown one (state directories such as `.libos`). */
   LIBOS_SANDBOX_HIDE: pathList,
   LIBOS_CGROUP_ROOT: z.string().regex(/^\//).optional(),
+  /** The bubblewrap binary (Debian: apt-get install bubblewrap). */
+  LIBOS_SANDBOX_BWRAP: z.string().min(1).default('bwrap'),
   /** A result file larger than this fails its launch unread. */
   LIBOS_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_RESULT_BYTES),
 };
@@ -65,7 +67,7 @@ export function isolationConfig(env: IsolationEnv): IsolationConfig {
       hide: [...env.LIBOS_SANDBOX_HIDE, env.LIBOS_CHILD_UID_LOCKS],
       cgroupName: 'libos',
       cgroupRoot: env.LIBOS_CGROUP_ROOT,
-      bwrap: 'bwrap',
+      bwrap: env.LIBOS_SANDBOX_BWRAP,
       prlimit: '/usr/bin/prlimit',
     },
     maxResultBytes: env.LIBOS_MAX_RESULT_BYTES,

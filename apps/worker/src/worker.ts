@@ -7,6 +7,7 @@ import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
+import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
 
 export interface StartWorkerOptions {
@@ -44,12 +45,16 @@ export async function startWorker(
   // Probed before anything connects: `strict` refuses to start on a host that cannot contain.
   const sandbox = Sandbox.create(config.isolation.sandbox);
   log.info({ isolation: sandbox.report }, sandbox.describe());
+  const running = new Set<ChildSignals>();
+  const metrics = createWorkerMetrics(sandbox.report, () => running.size);
   const watchdog = new Watchdog(
-    (fired) =>
+    (fired) => {
+      metrics.watchdogKills.inc();
       log.warn(
         { attempt_id: fired.id, late_ms: fired.lateMs, killed: fired.killed },
         'lease not renewed in time: the watchdog killed the child',
-      ),
+      );
+    },
     (reason) => log.error(reason),
   );
   // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
@@ -62,7 +67,6 @@ export async function startWorker(
     redis: commands,
     onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
   });
-  const running = new Set<ChildSignals>();
   const context: AttemptContext = {
     kernel,
     workerId: config.workerId,
@@ -108,6 +112,7 @@ export async function startWorker(
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  const ops = config.ops ? await startOpsServer(metrics, config.ops.host, config.ops.port) : undefined;
   log.info(
     { pools: config.pools, concurrency: config.concurrency, lease_ms: config.leaseMs },
     'worker started',
@@ -130,6 +135,7 @@ export async function startWorker(
       for (const signals of running) signals.cancel();
       await drained;
     }
+    await new Promise((resolve) => (ops ? ops.close(resolve) : resolve(undefined)));
     await watchdog.close();
     sandbox.close();
     await kernel.close();

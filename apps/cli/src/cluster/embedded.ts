@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { redactRedisUrl } from '@libos/redis';
 import { startPrivateRedis } from './redis-server.js';
@@ -118,6 +120,22 @@ function stopPart(part: ChildProcess, graceMs: number): Promise<void> {
   });
 }
 
+/**
+ * Where libos runs from: the outermost directory whose `node_modules` holds `@libos` (the
+ * checkout's workspace root, or the project libos is installed in).
+ */
+function installRoot(): string {
+  let root = dirname(fileURLToPath(import.meta.url));
+  for (let dir = root; dirname(dir) !== dir; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'node_modules', '@libos'))) root = dir;
+  }
+  return root;
+}
+
+function joinPaths(...paths: (string | undefined)[]): string {
+  return paths.filter((path) => path !== undefined && path !== '').join(':');
+}
+
 /** A whole single-node cluster: a Redis, one coordinator and N workers, as separate OS processes. */
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedCluster> {
   const stdio = options.stdio ?? 'inherit';
@@ -147,7 +165,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedC
     LIBOS_ADMIN_TOKEN_FILE: file,
     LIBOS_PORT: String(options.port),
   });
-  const workerEnv = partEnvironment(operator, (name) => workerSettings.has(name), common);
+  // Children's sandboxes show libos's own files (the images `libos up` users run: shims, the
+  // examples) read-only, and never the state directory (tokens, Redis's socket and data).
+  const workerEnv = partEnvironment(operator, (name) => workerSettings.has(name), {
+    ...common,
+    LIBOS_SANDBOX_RUNTIME: joinPaths(operator.LIBOS_SANDBOX_RUNTIME, installRoot()),
+    LIBOS_SANDBOX_HIDE: joinPaths(operator.LIBOS_SANDBOX_HIDE, resolve(options.dir)),
+  });
   const parts: ChildProcess[] = [];
   const stopAll = async () => {
     const [coordinator, ...workers] = parts;

@@ -84,13 +84,18 @@ export function registerClusterCommands(program: Command): void {
     .option('--pools <pools>', 'comma-separated pools (LIBOS_POOLS, default "default")')
     .option('--concurrency <n>', 'children run at once per pool (LIBOS_CONCURRENCY)')
     .option('--id <id>', 'worker id (default host:pid)')
-    .action(async (opts: { pools?: string; concurrency?: string; id?: string }) => {
+    .option(
+      '--isolation <mode>',
+      'strict: refuse to start unless every containment holds; auto: what the host offers; none (LIBOS_ISOLATION, default auto)',
+    )
+    .action(async (opts: { pools?: string; concurrency?: string; id?: string; isolation?: string }) => {
       const { loadWorkerConfig, startWorker } = await import('@libos/worker');
       const config = loadWorkerConfig({
         ...process.env,
         ...(opts.pools ? { LIBOS_POOLS: opts.pools } : {}),
         ...(opts.concurrency ? { LIBOS_CONCURRENCY: opts.concurrency } : {}),
         ...(opts.id ? { LIBOS_WORKER_ID: opts.id } : {}),
+        ...(opts.isolation ? { LIBOS_ISOLATION: opts.isolation } : {}),
       });
       const worker = await startWorker(config);
       await untilStopped();

@@ -1,0 +1,32 @@
+import { freePort } from '@libos/testkit';
+import { describe, expect, it } from 'vitest';
+import { useHarness } from './helpers.js';
+
+const h = useHarness();
+
+describe('the worker’s /metrics and /healthz', () => {
+  it('say what it enforces on its children, per feature, and answer probes', async () => {
+    const port = await freePort();
+    const worker = await h.startWorker({ LIBOS_WORKER_PORT: String(port) });
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const report = worker.isolation;
+    expect(text).toContain(`libos_worker_isolation_level{level="${report.level}"} 1`);
+    expect(text).toContain(`libos_worker_isolation{feature="uid"} ${report.uid ? 1 : 0}`);
+    expect(text).toContain(`libos_worker_isolation{feature="namespaces"} ${report.namespaces ? 1 : 0}`);
+    expect(text).toContain(`libos_worker_isolation{feature="cgroup_pids"} ${report.cgroupPids ? 1 : 0}`);
+    expect(text).toContain('libos_worker_running_children 0');
+    expect(text).toContain('libos_worker_watchdog_kills_total 0');
+    expect((await fetch(`http://127.0.0.1:${port}/nothing`)).status).toBe(404);
+  });
+
+  it('refuses to start in strict mode when a protection cannot be had, naming it', async () => {
+    // A bwrap that does not exist: the namespaces cannot be enforced.
+    await expect(
+      h.startWorker({ LIBOS_ISOLATION: 'strict', LIBOS_SANDBOX_BWRAP: '/nonexistent/bwrap' }),
+    ).rejects.toThrow(
+      /isolation strict cannot be enforced on this host: .*namespaces: \/nonexistent\/bwrap cannot run/,
+    );
+  });
+});
