@@ -9,8 +9,10 @@
 // Options: --rounds N (3), --warm-up N (3 unmeasured sh rounds of each side first), --latency N
 // (500 samples), --children N (1000 sh) and --node-children N (150) per round, --fsync
 // always|everysec (default everysec, as deploy/redis.conf), --redis unix|tcp (default unix: one
-// host, as `libos up` runs it; tcp: as parts on other hosts reach Redis).
-// Writes bench/results/cluster.json and bench/results/cluster.md.
+// host, as `libos up` runs it; tcp: as parts on other hosts reach Redis), --isolation auto|strict|none
+// (default auto: every child in its sandbox; none: to measure what the sandbox costs).
+// Writes bench/results/cluster.json and bench/results/cluster.md (cluster-isolation-none.* with
+// --isolation none).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     'warm-up': { type: 'string', default: '3' },
     fsync: { type: 'string', default: 'everysec' },
     redis: { type: 'string', default: 'unix' },
+    isolation: { type: 'string', default: 'auto' },
   },
 });
 const LATENCY_SAMPLES = Number(values.latency);
@@ -46,6 +49,9 @@ const FSYNC = values.fsync === 'always' ? 'always' : 'everysec';
 // How the parts reach Redis: its unix socket (as `libos up` runs it), or `--redis tcp` (loopback
 // TCP, as parts on other hosts would).
 const VIA = values.redis === 'tcp' ? 'tcp' : 'unix';
+// How children are contained: `auto` (the default: a sandbox each, as deployed) or `none`, to
+// measure what the sandbox costs against the same cluster without it.
+const ISOLATION = values.isolation === 'none' ? 'none' : values.isolation === 'strict' ? 'strict' : 'auto';
 const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
 const CHILD_KINDS = {
   sh: { command: 'sh', args: [STAMP, '{result_file}'] },
@@ -148,6 +154,7 @@ const cluster = await Cluster.start({
   fsync: FSYNC,
   unixSocket: VIA === 'unix',
   coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn' },
+  workerEnv: { LIBOS_ISOLATION: ISOLATION },
 });
 try {
   await cluster.admin.putImage('stamp', { ...CHILD_KINDS.sh, deadline_ms: 30_000 });
@@ -190,13 +197,15 @@ try {
     bench: 'cluster',
     date: new Date().toISOString(),
     machine: { cpus: cpus().length, node: process.version },
-    setup: `redis-server (AOF, appendfsync ${FSYNC}, reached over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
+    isolation: ISOLATION,
+    setup: `children isolation ${ISOLATION}; redis-server (AOF, appendfsync ${FSYNC}, reached over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
     latency,
     throughput: { children_per_round: CHILDREN, total_concurrency: TOTAL_CONCURRENCY, rounds, ratio },
     targets: { exit_to_wake_p99_ms: 10, throughput_ratio: 0.8 },
   };
   await mkdir(RESULTS, { recursive: true });
-  await writeFile(join(RESULTS, 'cluster.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const name = ISOLATION === 'auto' ? 'cluster' : `cluster-isolation-${ISOLATION}`;
+  await writeFile(join(RESULTS, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
   const md = [
     '| measure | p50 | p99 | mean | n |',
     '| --- | --- | --- | --- | --- |',
@@ -209,7 +218,7 @@ try {
     `| mean sh | | | **${ratio.sh}** (target ≥ 0.8) |`,
     `| mean node | | | **${ratio.node}** (target ≥ 0.8) |`,
   ].join('\n');
-  await writeFile(join(RESULTS, 'cluster.md'), `${md}\n`);
+  await writeFile(join(RESULTS, `${name}.md`), `${md}\n`);
   process.stdout.write(`${md}\n`);
 } finally {
   await cluster.stop();
