@@ -284,8 +284,10 @@ export function processesOfUid(uid: number): number[] {
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const match = /\nUid:\s+(\d+)/.exec(readFileSync(`/proc/${name}/status`, 'utf8'));
-      if (match && Number(match[1]) === uid) found.push(Number(name));
+      const status = readFileSync(`/proc/${name}/status`, 'utf8');
+      const match = /\nUid:\s+(\d+)/.exec(status);
+      // A zombie is done: it can neither run nor be signalled.
+      if (match && Number(match[1]) === uid && !/\nState:\s+Z/.test(status)) found.push(Number(name));
     } catch {}
   }
   return found;

@@ -37,7 +37,7 @@ function processesOf(uid) {
     try {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       const line = /\nUid:\s+(\d+)/.exec(status);
-      if (line && Number(line[1]) === uid) found.push(Number(name));
+      if (line && Number(line[1]) === uid && !/\nState:\s+Z/.test(status)) found.push(Number(name));
     } catch {}
   }
   return found;

@@ -70,6 +70,7 @@ export class Watchdog {
     const proc = this.#process;
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
+    proc.ref(); // waited for now
     proc.stdin?.end();
     await exited;
   }

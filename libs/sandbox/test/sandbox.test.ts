@@ -1,0 +1,155 @@
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { contractRun } from '@libos/runner';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
+
+const work = mkdtempSync(join(tmpdir(), 'sandbox-test-'));
+chmodSync(work, 0o777);
+const locks = join(work, '.locks');
+const sandbox = Sandbox.create({
+  mode: 'auto',
+  uids: { first: 31_000, last: 31_099 },
+  lockDir: locks,
+  runtime: [],
+  hide: [locks],
+  cgroupName: 'libos-sandbox-test',
+  bwrap: 'bwrap',
+  prlimit: '/usr/bin/prlimit',
+});
+afterAll(() => {
+  sandbox.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+const RESULT = `printf '{"version":1,"request_id":"t","status":"completed","output":"%s"}' "$out" > "$1"`;
+
+function run(script: string, limits = DEFAULT_LIMITS, more: Partial<Parameters<typeof contractRun>[0]> = {}) {
+  const confinement = sandbox.confine({ cwd: work, paths: [], runtime: [], limits, network: 'host' });
+  return {
+    uid: confinement.uid,
+    done: contractRun({
+      command: 'sh',
+      args: ['-c', `read -r request; ${script}`, 'sh', '{result_file}'],
+      input: {},
+      kind: 'k',
+      id: 't',
+      deadlineMs: 10_000,
+      cancelGraceMs: 200,
+      confinement,
+      ...more,
+    }),
+  };
+}
+
+// These need what CI has: root, bubblewrap and writable cgroups (the last test names what is missing).
+describe('a sandboxed launch', () => {
+  it('runs as a uid of its own, sees only its own processes and its view of the host', async () => {
+    writeFileSync(join(work, 'secret'), 'x');
+    chmodSync(join(work, 'secret'), 0o600);
+    const { uid, done } = run(
+      `out="$(id -u) $(ls /proc | grep -c '^[0-9]') $(cat secret 2>&1 | head -c 40) $(ls ${locks} 2>&1 | head -c 20) $(touch /usr/x 2>&1 | head -c 5)"; ${RESULT}`,
+    );
+    const result = await done;
+    expect(result.terminal).toEqual({ type: 'captured' });
+    const [ownUid, processes, ...rest] = String(result.report).split(' ');
+    expect(Number(ownUid)).toBe(uid);
+    // the sandbox's init, sh, its command substitutions: not the host's hundreds
+    expect(Number(processes)).toBeLessThanOrEqual(8);
+    expect(rest.join(' ')).toMatch(
+      /^cat: can't open 'secret': Permission denied|^cat: secret: Permission denied/,
+    );
+    expect(rest.join(' ')).not.toContain('31');
+  });
+
+  it('a fork bomb stops at the pids limit; the processes die with the launch', async () => {
+    // The bomb runs in a subshell (dash exits when a fork fails); the count is read with builtins
+    // only, since no fork is left while its processes live.
+    const { uid, done } = run(
+      '(i=0; while [ $i -lt 200 ]; do sleep 5 & echo $! >> /tmp/pids; i=$((i+1)); done) 2>/dev/null; out=0; while read -r _; do out=$((out+1)); done < /tmp/pids; ' +
+        RESULT,
+      { ...DEFAULT_LIMITS, pids: 16 },
+    );
+    const result = await done;
+    expect(result.terminal).toEqual({ type: 'captured' });
+    expect(Number(result.report)).toBeLessThan(16);
+    expect(Number(result.report)).toBeGreaterThan(5);
+    await eventually(() => processesOfUid(uid!).length === 0);
+  });
+
+  it('pause stops every process of the sandbox, resume continues them', async () => {
+    const confinement = sandbox.confine({
+      cwd: work,
+      paths: [],
+      runtime: [],
+      limits: DEFAULT_LIMITS,
+      network: 'host',
+    });
+    let control: Parameters<NonNullable<Parameters<typeof contractRun>[0]['onSpawn']>>[0] | undefined;
+    const done = contractRun({
+      command: 'sh',
+      args: ['-c', 'read -r request; sleep 30 & sleep 30 & wait', 'sh', '{result_file}'],
+      input: {},
+      kind: 'k',
+      id: 't',
+      deadlineMs: 10_000,
+      cancelGraceMs: 100,
+      confinement,
+      onSpawn: (c) => {
+        control = c;
+      },
+    });
+    const uid = confinement.uid!;
+    const state = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+    await eventually(() => processesOfUid(uid).length >= 4);
+    control!.pause();
+    await eventually(() => processesOfUid(uid).every((pid) => state(pid) === 'T'));
+    control!.resume();
+    await eventually(() => processesOfUid(uid).every((pid) => state(pid) !== 'T'));
+    control!.signal('SIGKILL');
+    expect((await done).terminal.type).toBe('failed');
+    await eventually(() => processesOfUid(uid).length === 0);
+  });
+});
+
+describe('the watchdog', () => {
+  it('kills an armed process group once its deadline passes without a beat, and keeps a beaten one', async () => {
+    const fired: string[] = [];
+    const watchdog = new Watchdog((firing) => fired.push(firing.id));
+    const late = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    const kept = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    watchdog.arm('late', monotonicMs() + 300, { pgid: late.pid });
+    watchdog.arm('kept', monotonicMs() + 300, { pgid: kept.pid });
+    const beat = setInterval(() => watchdog.beat('kept', monotonicMs() + 300), 100);
+    await new Promise((resolve) => late.once('exit', resolve));
+    await eventually(() => fired.length > 0);
+    expect(fired).toEqual(['late']);
+    expect(kept.exitCode).toBeNull();
+    clearInterval(beat);
+    watchdog.disarm('kept');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(kept.exitCode).toBeNull();
+    // Closing it kills what is still armed: a worker that goes takes its children.
+    watchdog.arm('kept', monotonicMs() + 60_000, { pgid: kept.pid });
+    const keptExit = new Promise((resolve) => kept.once('exit', resolve));
+    await watchdog.close();
+    await keptExit;
+    expect(kept.signalCode).toBe('SIGKILL');
+  });
+});
+
+async function eventually(check: () => boolean, withinMs = 5_000): Promise<void> {
+  const until = Date.now() + withinMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+it('this host enforces everything (root, bubblewrap, cgroups, prlimit: tools/setup.sh installs bubblewrap)', () => {
+  expect(sandbox.report.missing).toEqual([]);
+  expect(sandbox.describe()).toMatch(/^isolation strict: /);
+  expect(existsSync(locks)).toBe(true);
+});
