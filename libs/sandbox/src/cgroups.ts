@@ -21,6 +21,8 @@ export interface CgroupSupport {
  * worker must be able to create them (root, or a delegated v2 subtree).
  */
 export class CgroupHost {
+  readonly #open = new Map<string, ChildCgroup>();
+
   private constructor(
     readonly support: CgroupSupport,
     /** v1: controller -> base directory; v2: the one base directory under 'v2'. */
@@ -62,18 +64,34 @@ export class CgroupHost {
     );
   }
 
-  /** A fresh cgroup (set) for one sandbox, with its limits written. A stale one is emptied first. */
-  create(name: string, limits: SandboxLimits): ChildCgroup {
-    const dirs = [...this.bases.entries()].map(([controller, base]) => ({
-      controller,
-      dir: join(base, name),
-    }));
-    const cgroup = new ChildCgroup(this.support, dirs);
+  /**
+   * The cgroup (set) named `name`, created if missing, emptied of anything left in it, with
+   * `limits` written. Creating and removing cgroups costs milliseconds, so a sandbox's cgroup is
+   * kept for the next child of the same uid and removed only with `remove`.
+   */
+  open(name: string, limits: SandboxLimits): ChildCgroup {
+    let cgroup = this.#open.get(name);
+    if (!cgroup) {
+      const dirs = [...this.bases.entries()].map(([controller, base]) => ({
+        controller,
+        dir: join(base, name),
+      }));
+      for (const { dir } of dirs) mkdirSync(dir, { recursive: true });
+      cgroup = new ChildCgroup(this.support, dirs);
+      this.#open.set(name, cgroup);
+    }
     cgroup.kill();
-    cgroup.remove();
-    for (const { dir } of dirs) mkdirSync(dir, { recursive: true });
     cgroup.limit(limits);
     return cgroup;
+  }
+
+  /** Removes every cgroup this host opened (the worker is closing); busy ones are left. */
+  removeAll(): void {
+    for (const cgroup of this.#open.values()) {
+      cgroup.kill();
+      cgroup.remove();
+    }
+    this.#open.clear();
   }
 }
 
@@ -88,7 +106,13 @@ export class ChildCgroup {
     return this.dirs.map(({ dir }) => dir);
   }
 
+  #limits: SandboxLimits | undefined;
+
+  /** Writes the limits (only those that changed since the last launch of this cgroup). */
   limit(limits: SandboxLimits): void {
+    const last = this.#limits;
+    if (last && last.memoryMb === limits.memoryMb && last.pids === limits.pids) return;
+    this.#limits = limits;
     const bytes = String(limits.memoryMb * 1024 * 1024);
     if (this.support.version === 2) {
       if (this.support.memory) {
@@ -119,19 +143,23 @@ export class ChildCgroup {
     return tryWrite(join(this.#dir('freezer') ?? '', 'freezer.state'), 'THAWED');
   }
 
-  /** SIGKILL to every process in the sandbox: v2 cgroup.kill, v1 freeze, kill each, thaw. */
+  /**
+   * SIGKILL to every process in the sandbox: v2 cgroup.kill; v1 each listed process (the pid
+   * namespace's end takes anything forked meanwhile). Nothing to do, and nothing written, when
+   * the cgroup is empty, as it is after a normal ending.
+   */
   kill(): void {
+    const pids = this.pids();
+    if (pids.length === 0) return;
     if (this.support.version === 2) {
       const dir = this.#dir('v2');
       if (dir && tryWrite(join(dir, 'cgroup.kill'), '1')) return;
     }
-    const frozen = this.freeze();
-    for (const pid of this.pids()) {
+    for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
-    if (frozen) this.thaw();
   }
 
   /** The processes still in the sandbox (from the first cgroup; all hold the same ones). */

@@ -169,6 +169,7 @@ export class Sandbox {
   }
 
   close(): void {
+    this.cgroups?.removeAll();
     this.pool?.releaseAll();
   }
 }
@@ -206,7 +207,7 @@ export class ChildSandbox implements Confinement {
     requireProgram(child.command, request.cwd, child.env.PATH);
     if (uid !== undefined) chownSync(resultDir, uid, uid);
     // Cgroups need the uid switch (root), so a cgroup is named by the host-unique uid.
-    if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.create(`u${uid}`, request.limits);
+    if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.open(`u${uid}`, request.limits);
     const limited = this.host.report.rlimits
       ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
       : [child.command, ...child.args];
@@ -266,15 +267,16 @@ export class ChildSandbox implements Confinement {
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
+    if (this.uid === undefined) return;
+    // The uid goes back to the pool only once nothing of this launch is left in its cgroup; a
+    // sandbox that will not empty gives its uid back to the host instead of to the next child.
     const cgroup = this.#cgroup;
-    if (cgroup) {
-      // A killed sandbox's processes take a moment to leave; the uid is reused only after.
-      for (let round = 0; round < 50 && !cgroup.remove(); round += 1) {
-        cgroup.kill();
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+    for (let round = 0; cgroup && round < 50 && cgroup.pids().length > 0; round += 1) {
+      cgroup.kill();
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    if (this.uid !== undefined) this.pool?.release(this.uid);
+    if (cgroup && cgroup.pids().length > 0) this.pool?.retire(this.uid);
+    else this.pool?.release(this.uid);
   }
 }
 

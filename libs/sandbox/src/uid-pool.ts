@@ -25,7 +25,10 @@ export function parseUidRange(text: string): UidRange {
  */
 export class UidPool {
   #next: number;
+  /** Uids this pool holds the lock of: in use, or parked for reuse. */
   readonly #held = new Set<number>();
+  /** Released by their last child, still locked: reused first, so a worker cycles through few. */
+  readonly #parked: number[] = [];
 
   constructor(
     readonly range: UidRange,
@@ -42,6 +45,8 @@ export class UidPool {
 
   /** A uid no other running child has; throws when every uid of the range is in use. */
   acquire(): number {
+    const parked = this.#parked.pop();
+    if (parked !== undefined) return parked;
     for (let tried = 0; tried < this.size; tried += 1) {
       const uid = this.#next;
       this.#next = uid === this.range.last ? this.range.first : uid + 1;
@@ -54,16 +59,27 @@ export class UidPool {
     throw new Error(`every child uid of ${this.range.first}-${this.range.last} is in use on this host`);
   }
 
+  /**
+   * The uid's child is gone: the uid is parked, still locked, for this pool's next child (its
+   * cgroup and lock are reused, which saves creating them per launch).
+   */
   release(uid: number): void {
+    if (this.#held.has(uid) && !this.#parked.includes(uid)) this.#parked.push(uid);
+  }
+
+  /** Gives the uid back to the host (its lock file goes). */
+  retire(uid: number): void {
     if (!this.#held.delete(uid)) return;
+    const at = this.#parked.indexOf(uid);
+    if (at >= 0) this.#parked.splice(at, 1);
     try {
       unlinkSync(this.#path(uid));
     } catch {}
   }
 
-  /** Releases every uid this pool holds (the worker is closing). */
+  /** Gives back every uid this pool holds (the worker is closing). */
   releaseAll(): void {
-    for (const uid of [...this.#held]) this.release(uid);
+    for (const uid of [...this.#held]) this.retire(uid);
   }
 
   #path(uid: number): string {
