@@ -19,7 +19,12 @@ describe('UidPool', () => {
     const taken = [...Array(5)].flatMap(() => [a.acquire(), b.acquire()]);
     expect(new Set(taken).size).toBe(10);
     expect(() => a.acquire()).toThrow('every child uid of 30000-30009 is in use on this host');
+    // Released: parked for the same pool's next child, still locked against the others.
     a.release(taken[0]!);
+    expect(() => b.acquire()).toThrow(/in use/);
+    expect(a.acquire()).toBe(taken[0]);
+    // Retired: back to the host.
+    a.retire(taken[0]!);
     expect(b.acquire()).toBe(taken[0]);
     expect(readFileSync(join(locks, String(taken[0])), 'utf8')).toBe(String(process.pid));
   });
