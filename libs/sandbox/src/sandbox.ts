@@ -269,14 +269,13 @@ export class ChildSandbox implements Confinement {
     this.#released = true;
     if (this.uid === undefined) return;
     // The uid goes back to the pool only once nothing of this launch is left in its cgroup; a
-    // sandbox that will not empty gives its uid back to the host instead of to the next child.
+    // sandbox that will not empty keeps its uid locked (until the worker closes), used by no one.
     const cgroup = this.#cgroup;
     for (let round = 0; cgroup && round < 50 && cgroup.pids().length > 0; round += 1) {
       cgroup.kill();
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    if (cgroup && cgroup.pids().length > 0) this.pool?.retire(this.uid);
-    else this.pool?.release(this.uid);
+    if (!cgroup || cgroup.pids().length === 0) this.pool?.release(this.uid);
   }
 }
 
