@@ -1,3 +1,5 @@
+import { lstatSync, readlinkSync } from 'node:fs';
+
 /** A host path the sandbox shows, and how. */
 export interface Mount {
   path: string;
@@ -31,7 +33,12 @@ export function bwrapArgs(view: SandboxView, handshake: boolean): string[] {
   if (view.network === 'none') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--hostname', 'libos');
   args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
-  for (const path of view.runtime) args.push('--ro-bind-try', path, path);
+  for (const path of view.runtime) {
+    // A merged-/usr host's /bin, /lib, ... are symlinks: the same link costs no mount.
+    const link = symlinkTarget(path);
+    if (link === undefined) args.push('--ro-bind-try', path, path);
+    else args.push('--symlink', link, path);
+  }
   if (view.cwd !== '/') args.push('--bind', view.cwd, view.cwd);
   for (const mount of view.paths)
     args.push(mount.access === 'write' ? '--bind' : '--ro-bind', mount.path, mount.path);
@@ -39,6 +46,20 @@ export function bwrapArgs(view: SandboxView, handshake: boolean): string[] {
   args.push('--bind', view.resultDir, view.resultDir, '--chdir', view.cwd);
   if (handshake) args.push('--info-fd', '3', '--block-fd', '4');
   return args;
+}
+
+const links = new Map<string, string | undefined>();
+
+/** Where `path` links to, when it is a symlink (cached: the host's layout does not change). */
+function symlinkTarget(path: string): string | undefined {
+  if (!links.has(path)) {
+    let target: string | undefined;
+    try {
+      if (lstatSync(path).isSymbolicLink()) target = readlinkSync(path);
+    } catch {}
+    links.set(path, target);
+  }
+  return links.get(path);
 }
 
 /** A hidden path needs a tmpfs only where a shown path would reveal it. */
