@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminClient, ProcessClient } from '@libos/sdk';
 import { freePort, startRedis, type TestRedis } from '@libos/testkit';
@@ -64,6 +66,11 @@ export interface ClusterOptions {
   concurrency?: number;
   /** Redis over its unix socket (as `libos up` runs it) instead of loopback TCP. */
   unixSocket?: boolean;
+  /**
+   * Redis requires this password (as `libos up` runs it); the parts read it from a 0600 file in
+   * Redis's private dir (LIBOS_REDIS_PASSWORD_FILE), so it is in no part's environment.
+   */
+  redisPassword?: string;
   /** Extra env for the coordinator (e.g. LIBOS_LONG_POLL_MS). */
   coordinatorEnv?: Record<string, string>;
   /** Extra env for every worker (e.g. LIBOS_LEASE_MS, LIBOS_POOLS). */
@@ -86,7 +93,11 @@ export class Cluster {
     private readonly options: ClusterOptions,
   ) {
     this.admin = new AdminClient({ url, adminToken: ADMIN_TOKEN });
-    this.probe = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    this.probe = new Redis(redis.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      ...(redis.password === undefined ? {} : { password: redis.password }),
+    });
     this.probe.on('error', () => {}); // Redis crashes on purpose in fault tests; calls still reject
   }
 
@@ -100,7 +111,11 @@ export class Cluster {
       aof: true,
       fsync: options.fsync ?? 'always',
       unixSocket: options.unixSocket ?? false,
+      ...(options.redisPassword === undefined ? {} : { password: options.redisPassword }),
     });
+    if (options.redisPassword !== undefined && redis.dir) {
+      writeFileSync(join(redis.dir, 'password'), options.redisPassword, { mode: 0o600 });
+    }
     const port = await freePort();
     const cluster = new Cluster(redis, `http://127.0.0.1:${port}`, port, options);
     try {
@@ -114,7 +129,16 @@ export class Cluster {
   }
 
   private get baseEnv(): Record<string, string> {
-    return { LIBOS_REDIS_URL: this.redis.url, LIBOS_URL: this.url, [CLUSTER_MARKER]: this.marker };
+    const password: Record<string, string> =
+      this.options.redisPassword !== undefined && this.redis.dir
+        ? { LIBOS_REDIS_PASSWORD_FILE: join(this.redis.dir, 'password') }
+        : {};
+    return {
+      LIBOS_REDIS_URL: this.redis.url,
+      LIBOS_URL: this.url,
+      [CLUSTER_MARKER]: this.marker,
+      ...password,
+    };
   }
 
   async startCoordinator(): Promise<void> {
