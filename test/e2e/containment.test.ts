@@ -38,12 +38,11 @@ import { WORKSPACE } from '../src/scratch.js';
  */
 
 /**
- * The workers' lease: the harness's 3 s, so the watchdog fences a child 2.4 s after the last
- * renewal was sent, 600 ms before the lease can expire. At 1.5 s (a 300 ms margin) the frozen
- * worker's 50 children are killed one after another over ~0.7-0.9 s on this 2-core machine and
- * many outlive the reaper's stale marking: E2E_CONTAINMENT_LEASE_MS=1500 reproduces that.
+ * The workers' lease: 1.5 s, so the watchdog fences a child 1.2 s after the last renewal was
+ * sent, only 300 ms before the lease can expire: a tight margin on this 2-core machine, with
+ * 50 children of a frozen worker to kill (the watchdog kills every overdue launch in one pass).
  */
-const LEASE_MS = Number(process.env.E2E_CONTAINMENT_LEASE_MS ?? 3_000);
+const LEASE_MS = Number(process.env.E2E_CONTAINMENT_LEASE_MS ?? 1_500);
 const REPO = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
 const REDIS_PASSWORD = `e2e-redis-${randomBytes(12).toString('hex')}`;
 const FIRST_CHILD_UID = 20_000;

@@ -28,8 +28,8 @@ function signal(pid, signal) {
   }
 }
 
-/** Every process whose real uid is `uid` (each sandbox has a uid of its own). @param {number} uid */
-function processesOf(uid) {
+/** Every live process whose real uid is in `uids` (each sandbox has a uid of its own). @param {Set<number>} uids */
+function processesOf(uids) {
   /** @type {number[]} */
   const found = [];
   for (const name of readdirSync('/proc')) {
@@ -37,23 +37,32 @@ function processesOf(uid) {
     try {
       const status = readFileSync(`/proc/${name}/status`, 'utf8');
       const line = /\nUid:\s+(\d+)/.exec(status);
-      if (line && Number(line[1]) === uid && !/\nState:\s+Z/.test(status)) found.push(Number(name));
+      if (line && uids.has(Number(line[1])) && !/\nState:\s+Z/.test(status)) found.push(Number(name));
     } catch {}
   }
   return found;
 }
 
-/** @param {{uid?: number, pgid?: number}} target */
-function kill(target) {
+/**
+ * Kills every overdue launch at once: first each launcher's process group (its death ends the
+ * sandbox's pid namespace, so every descendant), then whatever of their uids is left, in one
+ * pass over /proc per round rather than one per launch.
+ * @param {{uid?: number, pgid?: number}[]} targets
+ */
+function kill(targets) {
   let killed = 0;
-  // The launcher leads the group; its death takes the pid namespace, and so every descendant.
-  if (target.pgid !== undefined && signal(-target.pgid, 'SIGKILL')) killed += 1;
-  if (target.uid !== undefined) {
-    // Repeated until none is left: a process may fork while the list is read.
-    for (let round = 0; round < 20; round += 1) {
-      const left = processesOf(target.uid);
-      if (left.length === 0) break;
-      for (const pid of left) if (signal(pid, 'SIGKILL')) killed += 1;
+  for (const target of targets) if (target.pgid !== undefined && signal(-target.pgid, 'SIGKILL')) killed += 1;
+  const uids = new Set(targets.flatMap((target) => (target.uid === undefined ? [] : [target.uid])));
+  // Repeated while a pass finds a process not signalled yet (one may fork while the list is
+  // read); a killed one may still be listed for a moment while it exits.
+  /** @type {Set<number>} */
+  const signalled = new Set();
+  for (let round = 0; uids.size > 0 && round < 20; round += 1) {
+    const fresh = processesOf(uids).filter((pid) => !signalled.has(pid));
+    if (fresh.length === 0) break;
+    for (const pid of fresh) {
+      signalled.add(pid);
+      if (signal(pid, 'SIGKILL')) killed += 1;
     }
   }
   return killed;
@@ -61,11 +70,13 @@ function kill(target) {
 
 function check() {
   const at = now();
-  for (const [id, entry] of armed) {
-    if (at < entry.deadline) continue;
-    armed.delete(id);
-    const killed = kill(entry);
-    process.stdout.write(`${JSON.stringify({ fired: id, late_ms: at - entry.deadline, killed })}\n`);
+  const due = [...armed].filter(([, entry]) => at >= entry.deadline);
+  if (due.length === 0) return;
+  for (const [id] of due) armed.delete(id);
+  const killed = kill(due.map(([, entry]) => entry));
+  const done = now();
+  for (const [id, entry] of due) {
+    process.stdout.write(`${JSON.stringify({ fired: id, late_ms: done - entry.deadline, killed })}\n`);
   }
 }
 
@@ -109,7 +120,7 @@ process.stdin.on('data', (chunk) => {
   }
 });
 process.stdin.on('end', () => {
-  for (const entry of armed.values()) kill(entry);
+  kill([...armed.values()]);
   process.exit(0);
 });
 // The worker may die by SIGKILL: stdin's EOF still comes. A signal meant for the worker's
