@@ -163,9 +163,13 @@ export class Sandbox {
     return `isolation ${r.level}: ${parts.join(', ')}${r.missing.length ? ` (missing: ${r.missing.join('; ')})` : ''}`;
   }
 
-  /** A confinement for one launch, with its uid already allocated (so a watchdog can be armed). */
-  confine(request: ConfineRequest): ChildSandbox {
-    return new ChildSandbox(this, request, this.pool, this.cgroups, this.useBwrap);
+  /**
+   * A confinement for one launch, with its uid already allocated (so a watchdog can be armed).
+   * `beforeRelease` runs before the uid can go to another launch (e.g. to disarm that watchdog,
+   * which kills by uid).
+   */
+  confine(request: ConfineRequest, beforeRelease?: () => void): ChildSandbox {
+    return new ChildSandbox(this, request, this.pool, this.cgroups, this.useBwrap, beforeRelease);
   }
 
   close(): void {
@@ -187,6 +191,7 @@ export class ChildSandbox implements Confinement {
     private readonly pool: UidPool | undefined,
     private readonly cgroups: CgroupHost | undefined,
     private readonly useBwrap: boolean,
+    private readonly beforeRelease: (() => void) | undefined,
   ) {
     this.uid = pool?.acquire();
   }
@@ -267,6 +272,7 @@ export class ChildSandbox implements Confinement {
   async release(): Promise<void> {
     if (this.#released) return;
     this.#released = true;
+    this.beforeRelease?.();
     if (this.uid === undefined) return;
     // The uid goes back to the pool only once nothing of this launch is left in its cgroup; a
     // sandbox that will not empty keeps its uid locked (until the worker closes), used by no one.
