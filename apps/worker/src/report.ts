@@ -56,7 +56,7 @@ export async function reportCompletion(
       log: options.log,
       what: 'completion',
     });
-    options.log.info(
+    options.log.debug(
       { status: done.status, terminal: completion.terminal.type, reason: completion.terminal.reason },
       'attempt completed',
     );

@@ -103,7 +103,8 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
     }
     // The reaper finds leases through the kernel's index: have it written before the child runs.
     await ctx.kernel.flushIndex();
-    log.info({ image: claimed.image }, 'attempt claimed');
+    // Per-launch lines are debug: at info they cost a measurable share of a trivial child's CPU.
+    log.debug({ image: claimed.image }, 'attempt claimed');
     ctx.running.add(signals);
     const ids = { pid, attempt, fence: claimed.fence };
     const fence = { id: claimed.attempt_id, claimSentAt, ms: fenceMs(ctx.leaseMs) };
@@ -183,7 +184,7 @@ async function runChild(
       ...(confinement ? { confinement } : {}),
       onSpawn: (control) => {
         ctx.watchdog.target(fence.id, control.pid);
-        log.info(
+        log.debug(
           { os_pid: control.pid, uid: confinement?.uid, deadline_ms: plan.launch.deadlineMs },
           'child spawned',
         );
