@@ -1,11 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import { Kernel } from '@libos/kernel';
-import { errorEnvelope } from '@libos/protocol';
+import { errorEnvelope, jsonValueSchema } from '@libos/protocol';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import {
+  createJsonSchemaTransform,
+  createJsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+} from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { AdminAuth } from './auth.js';
 import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
@@ -15,6 +21,13 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { opsRoutes } from './routes/ops.js';
 import { toolRoutes } from './routes/tools.js';
+
+/**
+ * Schemas named in `/openapi.json`'s components. A recursive schema (JSON values) must be named:
+ * unnamed, its self-reference points at a component the document never defines.
+ */
+const openApiSchemas = z.registry<{ id: string }>();
+openApiSchemas.add(jsonValueSchema, { id: 'JsonValue' });
 
 export interface ServerParts {
   app: FastifyInstance;
@@ -59,7 +72,8 @@ export async function buildServer(
       info: { title: 'libos coordinator', version: '1' },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
-    transform: jsonSchemaTransform,
+    transform: createJsonSchemaTransform({ schemaRegistry: openApiSchemas }),
+    transformObject: createJsonSchemaTransformObject({ schemaRegistry: openApiSchemas }),
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
