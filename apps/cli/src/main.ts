@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerDemoCommand } from './commands/demo.js';
@@ -5,12 +6,42 @@ import { registerImageCommands } from './commands/images.js';
 import { registerMessageCommands } from './commands/messages.js';
 import { registerProcessCommands } from './commands/processes.js';
 import { PASSTHROUGH_COMMANDS, PASSTHROUGH_HELP } from './commands/tools.js';
+import { fail } from './errors.js';
 
-function fail(error: unknown): void {
-  const message = error instanceof Error ? error.message : String(error);
-  process.stderr.write(`libos: ${message}\n`);
-  process.exitCode = process.exitCode || 1;
+/** apps/cli/package.json: one level above both `src/` and `dist/`. */
+function version(): string {
+  const pkg: unknown = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return (pkg as { version?: string }).version ?? 'unknown';
 }
+
+/**
+ * Commander's usage errors as one line, naming the command whose `--help` tells more, instead
+ * of the error followed by the whole help text.
+ */
+function oneLineUsageErrors(command: Command, path: string[] = []): void {
+  const name = ['libos', ...path].join(' ');
+  command.configureOutput({
+    outputError: (text, write) =>
+      write(
+        `libos: ${text
+          .replace(/^error: /, '')
+          .replace(/\s+/g, ' ')
+          .trim()} (see \`${name} --help\`)\n`,
+      ),
+  });
+  for (const sub of command.commands) oneLineUsageErrors(sub, [...path, sub.name()]);
+}
+
+// Whatever escapes a command (a rejected promise nobody awaited, a throw in a callback) is still
+// one line, never a stack.
+process.on('uncaughtException', (error) => {
+  fail(error);
+  process.exit();
+});
+process.on('unhandledRejection', (error) => {
+  fail(error);
+  process.exit();
+});
 
 const [first, ...rest] = process.argv.slice(2);
 const passthrough = first === undefined ? undefined : PASSTHROUGH_COMMANDS[first];
@@ -21,17 +52,18 @@ if (passthrough) {
 } else {
   const program = new Command('libos')
     .description('libos: a distributed runtime for agent processes')
+    .version(version(), '-V, --version', 'print the version')
     .option('--url <url>', 'coordinator URL (default: LIBOS_URL, the embedded cluster, or :7070)')
     .option('--admin-token <token>', 'admin token (default: LIBOS_ADMIN_TOKEN or .libos/admin-token)')
     .option('--token <token>', 'act as the process with this token (default: LIBOS_TOKEN)')
     .option('--dir <dir>', 'state directory of the embedded cluster (default: LIBOS_HOME or .libos)')
     .option('--json', 'print JSON instead of text')
-    .addHelpText('after', PASSTHROUGH_HELP)
-    .showHelpAfterError();
+    .addHelpText('after', PASSTHROUGH_HELP);
   registerClusterCommands(program);
   registerImageCommands(program);
   registerProcessCommands(program);
   registerMessageCommands(program);
   registerDemoCommand(program);
+  oneLineUsageErrors(program);
   program.parseAsync(process.argv).catch(fail);
 }

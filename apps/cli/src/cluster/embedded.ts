@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { redactRedisUrl } from '@libos/redis';
-import { startPrivateRedis } from './redis-server.js';
+import { startPrivateRedis, trackPart } from './redis-server.js';
 import { ensureAdminToken, ensureRedisPassword, writeClusterFile } from './state-dir.js';
 
 export interface EmbeddedOptions {
@@ -86,11 +86,13 @@ function spawnPart(args: string[], env: Record<string, string>, stdio: 'inherit'
   const entry = import.meta.url.endsWith('.ts') ? cliMain.replace(/\.js$/, '.ts') : cliMain;
   // Its own process group: a terminal's Ctrl-C reaches only the CLI, which stops the parts in
   // order (workers, then the coordinator, then Redis).
-  return spawn(process.execPath, [...process.execArgv, entry, ...args], {
-    env,
-    stdio: ['ignore', stdio, stdio],
-    detached: true,
-  });
+  return trackPart(
+    spawn(process.execPath, [...process.execArgv, entry, ...args], {
+      env,
+      stdio: ['ignore', stdio, stdio],
+      detached: true,
+    }),
+  );
 }
 
 async function waitHealthy(url: string, part: ChildProcess, withinMs: number): Promise<void> {

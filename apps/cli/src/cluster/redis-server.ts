@@ -12,6 +12,44 @@ export interface PrivateRedis {
   /** The file holding the password (LIBOS_REDIS_PASSWORD_FILE for the parts). */
   passwordFile: string;
   stop(): Promise<void>;
+  /** SIGKILL at once (AOF fsyncs every write, so nothing acknowledged is lost). */
+  kill(): void;
+}
+
+/** Every part started by this process and not yet exited: what a second Ctrl-C kills. */
+export const liveParts = new Set<ChildProcess>();
+
+/** Tracks `child` in `liveParts` until it exits. */
+export function trackPart(child: ChildProcess): ChildProcess {
+  liveParts.add(child);
+  child.once('exit', () => liveParts.delete(child));
+  child.once('error', () => liveParts.delete(child));
+  return child;
+}
+
+/** SIGKILLs every live part's process group (each part leads its own), synchronously. */
+export function killAllParts(): void {
+  for (const part of liveParts) {
+    if (part.pid === undefined || part.exitCode !== null || part.signalCode !== null) continue;
+    try {
+      process.kill(-part.pid, 'SIGKILL');
+    } catch {
+      try {
+        part.kill('SIGKILL');
+      } catch {}
+    }
+  }
+}
+
+/** Whether nothing listens on the loopback `port` (where the coordinator would listen). */
+export function portFree(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      error.code === 'EADDRINUSE' ? resolve(false) : reject(error),
+    );
+    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve(true)));
+  });
 }
 
 /** A free loopback port (the kernel picks; a race with another binder is possible but rare). */
@@ -72,11 +110,13 @@ export async function startPrivateRedis(dir: string, passwordFile: string): Prom
   await chmod(configFile, 0o600);
   // Its own process group: a terminal's Ctrl-C reaches the CLI, which stops Redis last. No
   // inherited environment: the operator's may hold LIBOS_ADMIN_TOKEN, and Redis needs none of it.
-  const child: ChildProcess = spawn('redis-server', [resolve(configFile)], {
-    stdio: 'ignore',
-    detached: true,
-    env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
-  });
+  const child: ChildProcess = trackPart(
+    spawn('redis-server', [resolve(configFile)], {
+      stdio: 'ignore',
+      detached: true,
+      env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' },
+    }),
+  );
   const spawnError = await new Promise<Error | undefined>((resolve) => {
     child.once('error', resolve);
     setTimeout(() => resolve(undefined), 100);
@@ -103,6 +143,9 @@ export async function startPrivateRedis(dir: string, passwordFile: string): Prom
       child.kill('SIGTERM');
       await exited;
       clearTimeout(kill);
+    },
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     },
   };
 }

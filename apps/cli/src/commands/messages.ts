@@ -1,7 +1,16 @@
 import { jsonValueSchema, messageKindSchema } from '@libos/protocol';
 import type { Command } from 'commander';
 import { type GlobalOptions, processClient } from '../context.js';
+import { CliError, parseChoice } from '../errors.js';
 import { emit, paint, table } from '../output.js';
+
+function parseJson(what: string, text: string) {
+  try {
+    return jsonValueSchema.parse(JSON.parse(text));
+  } catch {
+    throw new CliError(`${what} must be JSON, e.g. '{"answer":42}'`);
+  }
+}
 
 export function registerMessageCommands(program: Command): void {
   program
@@ -28,9 +37,9 @@ export function registerMessageCommands(program: Command): void {
         const client = await processClient(global);
         const sent = await client.send({
           to: opts.to,
-          kind: messageKindSchema.parse(opts.kind),
+          kind: parseChoice('kind', messageKindSchema, opts.kind),
           ...(opts.body === undefined ? {} : { body: opts.body }),
-          ...(opts.payload === undefined ? {} : { payload: jsonValueSchema.parse(JSON.parse(opts.payload)) }),
+          ...(opts.payload === undefined ? {} : { payload: parseJson('--payload', opts.payload) }),
           ...(opts.channel === undefined ? {} : { channel: opts.channel }),
           ...(opts.correlationId === undefined ? {} : { correlation_id: opts.correlationId }),
           ...(opts.replyTo === undefined ? {} : { reply_to: opts.replyTo }),

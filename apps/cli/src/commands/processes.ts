@@ -10,6 +10,7 @@ import type { AdminClient } from '@libos/sdk';
 import type { Command } from 'commander';
 import type { z } from 'zod';
 import { adminClient, type GlobalOptions } from '../context.js';
+import { CliError, parseChoice } from '../errors.js';
 import { emit, paintStatus } from '../output.js';
 import { outcomeText, processTable, processTree } from './ps.js';
 
@@ -38,11 +39,11 @@ function parseJsonOption<S extends z.ZodType>(
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`${what} must be JSON`);
+    throw new CliError(`${what} must be JSON, e.g. '{"wall_ms":60000}'`);
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success)
-    throw new Error(
+    throw new CliError(
       `${what}: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
     );
   return parsed.data;
@@ -59,9 +60,9 @@ export function registerProcessCommands(program: Command): void {
     .option('--no-wait', 'print the pid and return')
     .action(async (image: string, opts: { goal: string; input?: string; budget?: string; wait: boolean }) => {
       const global = program.opts<GlobalOptions>();
-      const admin = await adminClient(global);
       const input = parseJsonOption('--input', jsonValueSchema, opts.input);
       const budget = parseJsonOption('--budget', budgetRequestSchema, opts.budget);
+      const admin = await adminClient(global);
       const root = await admin.createProcess({
         goal: opts.goal,
         image,
@@ -88,7 +89,8 @@ export function registerProcessCommands(program: Command): void {
     .option('-t, --tree', 'as trees, with outcomes and budgets')
     .action(async (opts: { status?: string; tree?: boolean }) => {
       const global = program.opts<GlobalOptions>();
-      const status = opts.status === undefined ? undefined : processStatusSchema.parse(opts.status);
+      const status =
+        opts.status === undefined ? undefined : parseChoice('status', processStatusSchema, opts.status);
       const processes = await allProcesses(await adminClient(global), status);
       emit(global.json, processes, () =>
         opts.tree ? processTree(processes, { budgets: true }) : processTable(processes),
@@ -114,11 +116,8 @@ export function registerProcessCommands(program: Command): void {
     .option('-r, --reason <reason>')
     .action(async (pid: string, signal: string, opts: { reason?: string }) => {
       const global = program.opts<GlobalOptions>();
-      const view = await (await adminClient(global)).signalProcess(
-        pid,
-        signalSchema.parse(signal),
-        opts.reason,
-      );
+      const chosen = parseChoice('signal', signalSchema, signal);
+      const view = await (await adminClient(global)).signalProcess(pid, chosen, opts.reason);
       emit(
         global.json,
         view,

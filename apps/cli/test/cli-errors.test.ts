@@ -1,0 +1,266 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/cluster/redis-server.js';
+
+const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const NODE_ARGS = ['--import', 'tsx', '--conditions=@libos/source', CLI];
+const ADMIN_TOKEN = `cli-errors-admin-token-${process.pid}-0123456789abcdef`;
+
+/** The environment without the operator's libos settings (a developer's shell may have some). */
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('LIBOS_')) env[name] = value;
+  return { ...env, LIBOS_LOG_LEVEL: 'warn', ...extra };
+}
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `libos …args` to its end. */
+function libos(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...NODE_ARGS, ...args], { env: cleanEnv(env) }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** The one error line: exactly one line, `libos: …`, no stack, no zod issue array. */
+function expectOneLine(ran: Ran): string {
+  expect(ran.code).not.toBe(0);
+  const lines = ran.stderr.trimEnd().split('\n');
+  expect(lines, ran.stderr).toHaveLength(1);
+  expect(lines[0]).toMatch(/^libos: /);
+  expect(ran.stderr).not.toMatch(/\n\s+at |ZodError|"code":|\[\s*\{/);
+  return lines[0]!;
+}
+
+/** Whether `pid` still runs (a zombie has exited). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The direct children of `parent`, with their command lines. */
+function childrenOf(parent: number): { pid: number; cmdline: string }[] {
+  const found: { pid: number; cmdline: string }[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue;
+      found.push({
+        pid: Number(name),
+        cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '),
+      });
+    } catch {}
+  }
+  return found;
+}
+
+async function until(what: string, probe: () => boolean, withinMs = 20_000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface Up {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+}
+
+/** `libos up` in `dir`, resolved once it printed its JSON. */
+async function startUp(dir: string, port: number): Promise<Up> {
+  const child = spawn(
+    process.execPath,
+    [...NODE_ARGS, '--dir', dir, '--json', 'up', '--workers', '1', '--port', String(port)],
+    { env: cleanEnv({ LIBOS_ADMIN_TOKEN: ADMIN_TOKEN }), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const announced = await new Promise<{ url: string }>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      try {
+        resolve(JSON.parse(stdout));
+      } catch {}
+    });
+    exited.then((code) => reject(new Error(`libos up exited (${code}) before it was up: ${stderr}`)));
+  });
+  return { child, url: announced.url, exited };
+}
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'libos-cli-errors-'));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('usage errors are one line', () => {
+  it('a bad signal name names the valid ones, without a zod dump', async () => {
+    const line = expectOneLine(await libos(['--dir', join(root, 'none'), 'signal', 'p1', 'bogus']));
+    expect(line).toBe('libos: unknown signal "bogus": use one of pause, resume, cancel, terminate');
+  });
+
+  it('a missing argument or an unknown command points at --help instead of printing it', async () => {
+    expect(expectOneLine(await libos(['signal']))).toBe(
+      "libos: missing required argument 'pid' (see `libos signal --help`)",
+    );
+    expect(expectOneLine(await libos(['bogus']))).toMatch(
+      /^libos: unknown command 'bogus' \(see `libos --help`\)$/,
+    );
+  });
+
+  it('bad JSON options say what to pass', async () => {
+    const line = expectOneLine(await libos(['--admin-token', 'x', 'run', 'img', '-g', 'g', '-b', '{']));
+    expect(line).toMatch(/^libos: --budget must be JSON/);
+  });
+
+  it('--version prints the version of apps/cli/package.json', async () => {
+    const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
+    const ran = await libos(['--version']);
+    expect(ran.code).toBe(0);
+    expect(ran.stdout.trim()).toBe(pkg.version);
+  });
+});
+
+describe('a stale .libos/cluster.json', () => {
+  it('naming a `libos up` that is gone says there is no cluster, and how to start one', async () => {
+    const dir = join(root, 'stale');
+    const port = await freePort();
+    // A pid that no longer runs: a child that has exited and been reaped.
+    const gone = spawn(process.execPath, ['-e', '']);
+    await new Promise((resolve) => gone.once('exit', resolve));
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, 'cluster.json'),
+      JSON.stringify({
+        url: `http://127.0.0.1:${port}`,
+        redis_url: '/nowhere.sock',
+        admin_token_file: join(dir, 'admin-token'),
+        pid: gone.pid,
+        started_at: new Date().toISOString(),
+      }),
+    );
+    await writeFile(join(dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
+    const line = expectOneLine(await libos(['--dir', dir, 'ps']));
+    expect(line).toBe(
+      `libos: no cluster at http://127.0.0.1:${port} (from ${join(dir, 'cluster.json')}): start one with \`libos up\``,
+    );
+  });
+
+  it('an unreachable --url says so in one line', async () => {
+    const port = await freePort();
+    const line = expectOneLine(
+      await libos(['--url', `http://127.0.0.1:${port}`, '--admin-token', 'x', 'ps']),
+    );
+    expect(line).toMatch(
+      new RegExp(`^libos: cannot reach the coordinator at http://127.0.0.1:${port} \\(from --url\\)`),
+    );
+  });
+});
+
+describe('libos up refuses a port in use', () => {
+  let server: Server;
+  let port: number;
+  beforeAll(async () => {
+    port = await freePort();
+    server = createServer();
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('before printing or starting anything', async () => {
+    const dir = join(root, 'busy');
+    const ran = await libos(['--dir', dir, 'up', '--port', String(port)]);
+    expect(ran.stdout).toBe('');
+    expect(expectOneLine(ran)).toBe(`libos: port ${port} is in use: pick another with --port`);
+    expect(existsSync(join(dir, 'redis'))).toBe(false);
+  });
+});
+
+describe('against a running cluster', () => {
+  let dir: string;
+  let up: Up;
+  let parts: { pid: number; cmdline: string }[];
+
+  beforeAll(async () => {
+    dir = join(root, 'cluster');
+    up = await startUp(dir, await freePort());
+    parts = childrenOf(up.child.pid!);
+  }, 60_000);
+  afterAll(async () => {
+    if (up && up.child.exitCode === null) {
+      up.child.kill('SIGTERM');
+      await up.exited;
+    }
+  }, 60_000);
+
+  it('the right admin token works', async () => {
+    const ran = await libos(['--dir', dir, '--json', 'ps']);
+    expect(ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+  });
+
+  it('a wrong admin token is called wrong, and where it came from', async () => {
+    const flag = expectOneLine(await libos(['--dir', dir, '--admin-token', 'not-the-admin-token', 'ps']));
+    expect(flag).toMatch(/^libos: wrong admin token \(from --admin-token\): /);
+    expect(flag).toContain('--admin-token or LIBOS_ADMIN_TOKEN');
+    const env = expectOneLine(
+      await libos(['--dir', dir, 'ps'], { LIBOS_ADMIN_TOKEN: 'not-the-admin-token' }),
+    );
+    expect(env).toMatch(/^libos: wrong admin token \(from LIBOS_ADMIN_TOKEN\): /);
+  });
+
+  it('a missing admin token is called missing', async () => {
+    const line = expectOneLine(await libos(['--dir', join(root, 'empty'), '--url', up.url, 'ps']));
+    expect(line).toBe(
+      'libos: no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first',
+    );
+  });
+
+  it('a refusal of the coordinator is one line', async () => {
+    const line = expectOneLine(await libos(['--dir', dir, 'signal', 'p999999', 'pause']));
+    expect(line).not.toContain('\n');
+  });
+
+  it('a second SIGINT stops at once, leaving no coordinator, worker or redis-server behind', async () => {
+    expect(parts.some((p) => p.cmdline.startsWith('redis-server'))).toBe(true);
+    expect(parts.some((p) => / coordinator/.test(p.cmdline))).toBe(true);
+    expect(parts.every((p) => running(p.pid))).toBe(true);
+    up.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    up.child.kill('SIGINT');
+    expect(await up.exited).toBe(130);
+    await until('every part of libos up to be gone', () => parts.every((p) => !running(p.pid)));
+    // Its cluster.json now names nothing.
+    const line = expectOneLine(await libos(['--dir', dir, 'ps']));
+    expect(line).toBe(
+      `libos: no cluster at ${up.url} (from ${join(dir, 'cluster.json')}): start one with \`libos up\``,
+    );
+  }, 30_000);
+});
