@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import { KernelError } from '@libos/kernel';
 import { type ErrorCode, errorEnvelope, HTTP_STATUS_BY_CODE, type Reason } from '@libos/protocol';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,6 +11,7 @@ export class HttpRefusal extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly reason?: Reason,
+    readonly extra?: Record<string, unknown>,
   ) {
     super(message);
   }
@@ -33,7 +36,10 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
     return reply.status(HTTP_STATUS_BY_CODE[error.code]).send(error.toEnvelope());
   }
   if (error instanceof HttpRefusal) {
-    const details = error.reason ? { reason: error.reason } : undefined;
+    const details =
+      error.reason || error.extra
+        ? { ...error.extra, ...(error.reason ? { reason: error.reason } : {}) }
+        : undefined;
     return reply
       .status(HTTP_STATUS_BY_CODE[error.code])
       .send(errorEnvelope(error.code, error.message, details));
@@ -51,4 +57,50 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
   }
   request.log.error({ err: error }, 'unexpected error');
   return reply.status(500).send(errorEnvelope('internal', 'internal error'));
+}
+
+/**
+ * Router-level refusals (Fastify's `frameworkErrors`): a path parameter longer than the router's
+ * `maxParamLength` is 414, a path that does not percent-decode is 400; both `invalid_argument`.
+ */
+export function sendFrameworkError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH')
+    return reply
+      .status(414)
+      .send(errorEnvelope('invalid_argument', 'a path parameter is longer than the server accepts'));
+  if (error.code === 'FST_ERR_BAD_URL')
+    return reply
+      .status(400)
+      .send(errorEnvelope('invalid_argument', 'the path is not valid percent-encoding'));
+  return sendError(error, request, reply);
+}
+
+/**
+ * Errors Node's HTTP parser meets before Fastify sees a request (`clientError`): a header block
+ * over the limit is 431, a request that took too long is 408, anything else malformed is 400.
+ * The envelope is written on the raw socket, then the socket is closed.
+ */
+export function writeClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let status = 400;
+  let message = 'the request is not valid HTTP';
+  if (error.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    message = 'the request headers are larger than the server accepts';
+  } else if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    message = 'the request took too long to arrive';
+  }
+  const code: ErrorCode = 'invalid_argument';
+  const body = JSON.stringify(errorEnvelope(code, message));
+  if (socket.writable)
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  socket.destroy(error);
 }

@@ -13,9 +13,10 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { AdminAuth } from './auth.js';
+import { guardBody } from './body-guard.js';
 import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
-import { HttpRefusal, sendError } from './http-errors.js';
+import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './http-errors.js';
 import { Launcher } from './launcher.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
@@ -56,6 +57,12 @@ export async function buildServer(
     bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
     // Refused below with the error envelope, as every other answer.
     return503OnClosing: false,
+    // Router-level and parser-level refusals leave in the error envelope too.
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler: writeClientError,
+    // `__proto__` is refused by `guardBody` with a message saying why; `constructor` is data.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
   });
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
   app.setValidatorCompiler(validatorCompiler);
@@ -64,6 +71,7 @@ export async function buildServer(
   app.addHook('onRequest', async () => {
     if (shutdown.signal.aborted) throw new HttpRefusal('unavailable', 'the coordinator is shutting down');
   });
+  app.addHook('preValidation', guardBody);
   app.setNotFoundHandler((request, reply) =>
     reply.status(404).send(errorEnvelope('not_found', `no route ${request.method} ${request.url}`)),
   );

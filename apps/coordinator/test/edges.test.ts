@@ -1,0 +1,173 @@
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { MAX_JSON_DEPTH } from '../src/body-guard.js';
+import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
+
+const BODY_LIMIT = 64 * 1024;
+let h: Harness;
+let token: string;
+beforeAll(async () => {
+  h = await startHarness({ LIBOS_BODY_LIMIT_BYTES: String(BODY_LIMIT) });
+  token = (await h.admin.createProcess({ goal: 'edges' })).token!;
+});
+afterAll(async () => {
+  await h.stop();
+});
+
+/** One raw HTTP exchange on a fresh socket: what the server wrote until it closed. */
+function rawExchange(request: string): Promise<{ status: number; body: unknown; text: string }> {
+  const { hostname, port } = new URL(h.coordinator.url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname, () => socket.write(request));
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => {
+      text += chunk;
+    });
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+      const bodyText = text.slice(text.indexOf('\r\n\r\n') + 4);
+      let body: unknown = bodyText;
+      try {
+        body = JSON.parse(bodyText);
+      } catch {}
+      resolve({ status, body, text });
+    });
+  });
+}
+
+const adminGet = (path: string, extra = '') =>
+  `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\n${extra}connection: close\r\n\r\n`;
+
+function expectEnvelope(body: unknown, code: string) {
+  expect(body).toEqual({ error: expect.objectContaining({ code, message: expect.any(String) }) });
+}
+
+describe('router- and parser-level errors are in the envelope', () => {
+  test('a path parameter longer than the router accepts is 414 invalid_argument', async () => {
+    const res = await rawExchange(adminGet(`/v1/admin/images/${'a'.repeat(1000)}`));
+    expect(res.status).toBe(414);
+    expectEnvelope(res.body, 'invalid_argument');
+  });
+
+  test('a path that does not percent-decode is 400 invalid_argument', async () => {
+    const res = await rawExchange(adminGet('/v1/admin/images/%E0%A4%A'));
+    expect(res.status).toBe(400);
+    expectEnvelope(res.body, 'invalid_argument');
+  });
+
+  test('a header block over the limit is 431 in the envelope, written before Fastify sees it', async () => {
+    const res = await rawExchange(adminGet('/v1/admin/images', `x-big: ${'a'.repeat(64 * 1024)}\r\n`));
+    expect(res.status).toBe(431);
+    expectEnvelope(res.body, 'invalid_argument');
+  });
+
+  test('a request that is not HTTP is 400 in the envelope', async () => {
+    const res = await rawExchange('NOT HTTP AT ALL\r\n\r\n');
+    expect(res.status).toBe(400);
+    expectEnvelope(res.body, 'invalid_argument');
+  });
+
+  test('an unknown route is 404 not_found', async () => {
+    for (const path of ['/nope', '/v1/tools/no_such_tool', '/v1/admin/nothing']) {
+      const res = await raw(h.coordinator.url, path, { method: 'POST', body: '{}', token: ADMIN_TOKEN });
+      expect(res.status).toBe(404);
+      expectEnvelope(res.body, 'not_found');
+    }
+  });
+});
+
+describe('bodies', () => {
+  const oversized = JSON.stringify({ payload: 'x'.repeat(BODY_LIMIT * 4) });
+
+  test('a body over the limit is a readable 413 payload_too_large (content-length)', async () => {
+    const res = await raw(h.coordinator.url, '/v1/tools/create_object', {
+      method: 'POST',
+      token,
+      body: oversized,
+    });
+    expect(res.status).toBe(413);
+    expectEnvelope(res.body, 'payload_too_large');
+  });
+
+  test('a chunked body over the limit is a readable 413 payload_too_large', async () => {
+    const chunk = new TextEncoder().encode(oversized.slice(0, 16 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= BODY_LIMIT * 4) return controller.close();
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    const response = await fetch(`${h.coordinator.url}/v1/tools/create_object`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expectEnvelope(await response.json(), 'payload_too_large');
+  });
+
+  test(`JSON nested deeper than ${MAX_JSON_DEPTH} levels is a 400 naming the field; at the bound it is stored`, async () => {
+    const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+    const payload = await raw(h.coordinator.url, '/v1/tools/create_object', {
+      method: 'POST',
+      token,
+      body: `{"payload":${deep(5000)}}`,
+    });
+    expect(payload.status).toBe(400);
+    expectEnvelope(payload.body, 'invalid_argument');
+    expect((payload.body as { error: { message: string } }).error.message).toContain('body.payload');
+    const input = await raw(h.coordinator.url, '/v1/admin/processes', {
+      method: 'POST',
+      token: ADMIN_TOKEN,
+      body: `{"goal":"deep","input":${deep(5000)}}`,
+    });
+    expect(input.status).toBe(400);
+    expect((input.body as { error: { message: string } }).error.message).toContain('body.input');
+    const atBound = await raw(h.coordinator.url, '/v1/tools/create_object', {
+      method: 'POST',
+      token,
+      body: `{"payload":${deep(MAX_JSON_DEPTH)}}`,
+    });
+    expect(atBound.status).toBe(200);
+  });
+
+  test('constructor and prototype keys round-trip as data through create_object and read_object', async () => {
+    const payload = { constructor: { prototype: { polluted: true } }, nested: [{ prototype: 1 }] };
+    const created = await raw(h.coordinator.url, '/v1/tools/create_object', {
+      method: 'POST',
+      token,
+      body: JSON.stringify({ payload }),
+    });
+    expect(created.status).toBe(200);
+    const { oid } = created.body as { oid: string };
+    const read = await raw(h.coordinator.url, '/v1/tools/read_object', {
+      method: 'POST',
+      token,
+      body: JSON.stringify({ oid }),
+    });
+    expect(read.status).toBe(200);
+    expect((read.body as { payload: unknown }).payload).toEqual(payload);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
+  test('a __proto__ key anywhere is refused with a message that says why, and pollutes nothing', async () => {
+    for (const body of [
+      '{"payload":{"__proto__":{"polluted":true}}}',
+      '{"payload":{"a":[{"b":{"__proto__":{"polluted":true}}}]}}',
+      '{"__proto__":{"polluted":true},"payload":1}',
+    ]) {
+      const res = await raw(h.coordinator.url, '/v1/tools/create_object', { method: 'POST', token, body });
+      expect(res.status).toBe(400);
+      expectEnvelope(res.body, 'invalid_argument');
+      const message = (res.body as { error: { message: string } }).error.message;
+      expect(message).toContain('__proto__');
+      expect(message).not.toContain('not valid JSON');
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
