@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import tab from '@bomb.sh/tab/commander';
+import { PROCESS_STATUSES, SIGNALS } from '@libos/protocol';
 import { Command } from 'commander';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerDemoCommand } from './commands/demo.js';
@@ -32,6 +34,21 @@ function oneLineUsageErrors(command: Command, path: string[] = []): void {
   for (const sub of command.commands) oneLineUsageErrors(sub, [...path, sub.name()]);
 }
 
+/**
+ * tab's bash script calls `_get_comp_words_by_ref` of the bash-completion package; where that
+ * package is missing, this stands in for it (no `=`/`:` word-break handling).
+ */
+const BASH_WITHOUT_BASH_COMPLETION = `# Without the bash-completion package: the one helper of it the script below uses.
+if ! declare -F _get_comp_words_by_ref >/dev/null; then
+  _get_comp_words_by_ref() {
+    cur="\${COMP_WORDS[COMP_CWORD]}"
+    prev="\${COMP_WORDS[COMP_CWORD-1]}"
+    words=("\${COMP_WORDS[@]}")
+    cword=$COMP_CWORD
+  }
+fi
+`;
+
 // Whatever escapes a command (a rejected promise nobody awaited, a throw in a callback) is still
 // one line, never a stack.
 process.on('uncaughtException', (error) => {
@@ -64,6 +81,22 @@ if (passthrough) {
   registerProcessCommands(program);
   registerMessageCommands(program);
   registerDemoCommand(program);
+  // `libos completion bash|zsh|fish|powershell` prints a script; the shell then calls the hidden
+  // `libos complete -- <words>` for suggestions, read from the commander tree above.
+  const completion = tab(program, { completionCommandName: 'completion' });
+  for (const name of Object.keys(PASSTHROUGH_COMMANDS)) completion.command(name, `see \`libos --help\``);
+  const choices = (values: readonly string[]) => (complete: (value: string, description: string) => void) => {
+    for (const value of values) complete(value, '');
+  };
+  const signalArgument = completion.commands.get('signal')?.arguments.get('signal');
+  if (signalArgument) signalArgument.handler = choices(SIGNALS);
+  const statusOption = completion.commands.get('ps')?.options.get('status');
+  if (statusOption) statusOption.handler = choices(PROCESS_STATUSES);
+  program.commands
+    .find((command) => command.name() === 'completion')
+    ?.hook('preAction', (command) => {
+      if (command.args[0] === 'bash') process.stdout.write(BASH_WITHOUT_BASH_COMPLETION);
+    });
   oneLineUsageErrors(program);
   program.parseAsync(process.argv).catch(fail);
 }
