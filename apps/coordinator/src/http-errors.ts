@@ -55,6 +55,10 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
       .status(400)
       .send(errorEnvelope('invalid_argument', fastifyError.message ?? 'the request is malformed'));
   }
+  if (isRedisOutage(error)) {
+    request.log.error({ err: error }, 'redis unavailable');
+    return reply.status(503).send(errorEnvelope('unavailable', 'redis is unavailable'));
+  }
   request.log.error({ err: error }, 'unexpected error');
   return reply.status(500).send(errorEnvelope('internal', 'internal error'));
 }
@@ -103,4 +107,15 @@ export function writeClientError(error: NodeJS.ErrnoException, socket: Socket): 
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   socket.destroy(error);
+}
+
+/** A raw Redis connection failure that reached the HTTP layer unwrapped: 503, not 500. */
+function isRedisOutage(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  return (
+    error.name === 'MaxRetriesPerRequestError' ||
+    /ECONNREFUSED|ECONNRESET|Connection is closed|max retries|ETIMEDOUT|EPIPE|Stream isn't writeable/i.test(
+      error.message,
+    )
+  );
 }

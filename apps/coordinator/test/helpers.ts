@@ -1,5 +1,5 @@
 import { AdminClient, ProcessClient } from '@libos/sdk';
-import { startRedis, type TestRedis } from '@libos/testkit';
+import { type StartRedisOptions, startRedis, type TestRedis } from '@libos/testkit';
 import { pino } from 'pino';
 import { coordinatorConfigSchema } from '../src/config.js';
 import { type RunningCoordinator, startCoordinator } from '../src/start.js';
@@ -15,8 +15,11 @@ export interface Harness {
 }
 
 /** A real redis-server and an in-process coordinator on a free port. */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
-  const redis = await startRedis();
+export async function startHarness(
+  env: Record<string, string> = {},
+  redisOptions: StartRedisOptions = {},
+): Promise<Harness> {
+  const redis = await startRedis(redisOptions);
   const config = coordinatorConfigSchema.parse({
     LIBOS_REDIS_URL: redis.url,
     LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,

@@ -24,7 +24,7 @@ import {
 } from '@libos/protocol';
 import { z } from 'zod';
 import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
-import { KernelError, parseOrThrow } from './errors.js';
+import { fromRedisError, KernelError, parseOrThrow } from './errors.js';
 import type { ProcessTools } from './process-tools.js';
 import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import type { IndexRecord } from './scripts.js';
@@ -49,6 +49,13 @@ export const DEFAULT_ROOT_CAPABILITIES: Capability[] = [
 ];
 
 const createHeadSchema = z.object({ pid: z.string() });
+
+/** A Redis call whose failure leaves as a KernelError (`unavailable` when Redis is down). */
+function redisCall<T>(call: Promise<T>): Promise<T> {
+  return call.catch((error: unknown) => {
+    throw fromRedisError(error);
+  });
+}
 
 function normalizeAbsolute(path: string): string {
   if (!path.startsWith('/') || path.includes('\0')) {
@@ -148,7 +155,7 @@ export class AdminOps {
     const { page, next_cursor } = await this.indexPage(key, q.cursor, q.limit);
     const pipeline = this.core.redis.pipeline();
     for (const pid of page) pipeline.hgetall(this.core.keys.row(pid));
-    const rows = (await pipeline.exec()) ?? [];
+    const rows = (await redisCall(pipeline.exec())) ?? [];
     const processes: ProcessView[] = [];
     for (const [error, value] of rows) {
       if (error) throw new KernelError('unavailable', error.message);
@@ -166,9 +173,9 @@ export class AdminOps {
     cursor: string | undefined,
     limit: number,
   ): Promise<{ page: string[]; next_cursor: string | null }> {
-    await this.core.index.drain();
+    await redisCall(this.core.index.drain());
     const start = cursor ? `(${cursor}` : '-';
-    const pids = await this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1);
+    const pids = await redisCall(this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1));
     const page = pids.slice(0, limit);
     return { page, next_cursor: pids.length > limit ? (page[page.length - 1] ?? null) : null };
   }
@@ -189,7 +196,7 @@ export class AdminOps {
       pipeline.hmget(this.core.keys.row(pid), 'status', 'driver', 'attempt', 'pool', 'ut', 'ct');
     }
     const launches: StaleLaunch[] = [];
-    for (const [index, [error, value]] of ((await pipeline.exec()) ?? []).entries()) {
+    for (const [index, [error, value]] of ((await redisCall(pipeline.exec())) ?? []).entries()) {
       if (error) throw new KernelError('unavailable', error.message);
       const [status, driver, attempt, pool, updated, created] = indexFieldsSchema.parse(value);
       const pid = page[index];
@@ -235,7 +242,7 @@ export class AdminOps {
   async readObject(oid: string): Promise<AdminObject> {
     parseOrThrow(oidSchema, oid, 'oid');
     const key = `${this.core.keys.treeOf(oid)}o:${oid.slice(oid.lastIndexOf('/o') + 2)}`;
-    const stored = storedObjectSchema.parse(await this.core.redis.hgetall(key));
+    const stored = storedObjectSchema.parse(await redisCall(this.core.redis.hgetall(key)));
     if (!stored.payload || !stored.owner) {
       throw new KernelError('not_found', `object ${oid} does not exist or was released`, {
         reason: 'released',
@@ -269,13 +276,13 @@ export class AdminOps {
     let cursor = '0';
     let count = 0;
     do {
-      const [next, keys] = await this.core.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      const [next, keys] = await redisCall(this.core.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
       cursor = next;
       if (keys.length === 0) continue;
       const pipeline = this.core.redis.pipeline();
       for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run');
       const records: IndexRecord[] = [];
-      for (const [error, value] of (await pipeline.exec()) ?? []) {
+      for (const [error, value] of (await redisCall(pipeline.exec())) ?? []) {
         if (error) continue;
         const [pid, gen, status, lease, run] = indexFieldsSchema.parse(value);
         if (!pid || !gen || !status) continue;

@@ -1,10 +1,17 @@
 import { type ImageSpec, type ImageView, imageNameSchema, imageSpecSchema } from '@libos/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { fromZod, KernelError, parseOrThrow } from './errors.js';
+import { fromRedisError, fromZod, KernelError, parseOrThrow } from './errors.js';
 import type { Keys } from './keys.js';
 
 const storedSchema = z.object({ spec: imageSpecSchema, updated_at: z.string() });
+
+/** A Redis call whose failure leaves as a KernelError (`unavailable` when Redis is down). */
+function redisCall<T>(call: Promise<T>): Promise<T> {
+  return call.catch((error: unknown) => {
+    throw fromRedisError(error);
+  });
+}
 
 function viewOf(name: string, stored: z.infer<typeof storedSchema>): ImageView {
   return { name, spec: stored.spec, kind: stored.spec.kind ?? name, updated_at: stored.updated_at };
@@ -38,7 +45,7 @@ export class ImageRegistry {
     parseOrThrow(imageNameSchema, name, 'image name');
     const spec = parseOrThrow(imageSpecSchema, input, 'image');
     const stored = { spec, updated_at: new Date().toISOString() };
-    await this.redis.hset(this.keys.images, name, JSON.stringify(stored));
+    await redisCall(this.redis.hset(this.keys.images, name, JSON.stringify(stored)));
     const view = viewOf(name, stored);
     this.cache.set(name, { view, at: Date.now() });
     return view;
@@ -47,7 +54,7 @@ export class ImageRegistry {
   async get(name: string): Promise<ImageView | undefined> {
     const hit = this.cache.get(name);
     if (hit && Date.now() - hit.at < this.cacheMs) return hit.view;
-    const raw = await this.redis.hget(this.keys.images, name);
+    const raw = await redisCall(this.redis.hget(this.keys.images, name));
     const view = raw ? decode(name, raw) : undefined;
     this.cache.set(name, { view, at: Date.now() });
     return view;
@@ -60,7 +67,7 @@ export class ImageRegistry {
   }
 
   async list(): Promise<ImageView[]> {
-    const all = await this.redis.hgetall(this.keys.images);
+    const all = await redisCall(this.redis.hgetall(this.keys.images));
     return Object.entries(all)
       .map(([name, raw]) => decode(name, raw))
       .sort((a, b) => a.name.localeCompare(b.name));
