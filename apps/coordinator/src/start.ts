@@ -26,6 +26,45 @@ export function coordinatorLogger(level: string): Logger {
   });
 }
 
+/**
+ * Redis connection errors as state changes, for all of this coordinator's clients together: one
+ * line when Redis becomes unreachable, at most one every `everyMs` while it stays so (with how
+ * many errors it stands for), one when it is back. Not one line per retry per client.
+ */
+export function redisOutageLog(
+  logger: Logger,
+  describe: (error: unknown) => string,
+  everyMs = 30_000,
+  onChange: (down: boolean) => void = () => undefined,
+): { error: (error: unknown) => void; ready: () => void } {
+  let down = false;
+  let loggedAt = 0;
+  let unlogged = 0;
+  return {
+    error(error) {
+      const now = Date.now();
+      if (down && now - loggedAt < everyMs) {
+        unlogged++;
+        return;
+      }
+      logger.warn(
+        { err: describe(error), ...(down ? { errors_since_last_line: unlogged + 1 } : {}) },
+        down ? 'redis still unreachable: retrying' : 'redis unreachable: retrying',
+      );
+      if (!down) onChange(true);
+      down = true;
+      loggedAt = now;
+      unlogged = 0;
+    },
+    ready() {
+      if (!down) return;
+      down = false;
+      logger.warn('redis reachable again');
+      onChange(false);
+    },
+  };
+}
+
 export async function startCoordinator(
   config: CoordinatorConfig,
   options: { logger?: Logger } = {},
@@ -38,14 +77,25 @@ export async function startCoordinator(
     enableAutoPipelining: true,
   });
   const queueRedis = createRedis(redisSettings, 'queues');
-  for (const client of [redis, queueRedis])
-    client.on('error', (error) =>
-      logger.warn({ err: describeRedisError(redisSettings, error) }, 'redis error'),
-    );
+  // While Redis is unreachable the reaper's every sweep fails the same way: the outage's own
+  // lines say so, not a stack per sweep.
+  const reaperLogger = logger.child({});
+  const outage = redisOutageLog(
+    logger,
+    (error) => describeRedisError(redisSettings, error),
+    30_000,
+    (down) => {
+      reaperLogger.level = down && logger.levelVal < 50 ? 'error' : logger.level;
+    },
+  );
+  for (const client of [redis, queueRedis]) {
+    client.on('error', outage.error);
+    client.on('ready', outage.ready);
+  }
   const parts = await buildServer(config, redis, queueRedis, logger);
   const address = await parts.app.listen({ port: config.LIBOS_PORT, host: config.LIBOS_HOST });
   const url = address.replace('[::1]', '127.0.0.1');
-  const reaper = new Reaper(parts.kernel, parts.launcher, logger, {
+  const reaper = new Reaper(parts.kernel, parts.launcher, reaperLogger, {
     intervalMs: config.LIBOS_REAPER_INTERVAL_MS,
     relaunchAfterMs: config.LIBOS_RELAUNCH_AFTER_MS,
   });

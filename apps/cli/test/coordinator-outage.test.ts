@@ -1,0 +1,129 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/cluster/redis-server.js';
+
+const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const ADMIN_TOKEN = `coordinator-outage-token-${process.pid}-0123456789abcdef`;
+const started: ChildProcess[] = [];
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+/** A plain redis-server on `port`, without persistence. */
+async function redisServer(port: number): Promise<ChildProcess> {
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  started.push(child);
+  for (let i = 0; i < 100; i++) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const probe = spawn('redis-cli', ['-p', String(port), 'ping'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      let out = '';
+      probe.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      probe.once('exit', () => resolve(out.includes('PONG')));
+    });
+    if (ok) return child;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('redis-server did not start');
+}
+
+/** `libos coordinator` against `redis://127.0.0.1:<redisPort>`, its log lines collected. */
+function coordinator(
+  redisPort: number,
+  port: number,
+): { child: ChildProcess; lines: () => { msg: string; err?: unknown }[] } {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--conditions=@libos/source', CLI, 'coordinator'],
+    {
+      env: {
+        PATH: process.env.PATH,
+        LIBOS_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
+        LIBOS_PORT: String(port),
+        LIBOS_LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  started.push(child);
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  return {
+    child,
+    lines: () =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          try {
+            return JSON.parse(line) as { msg: string; err?: unknown };
+          } catch {
+            return { msg: line };
+          }
+        }),
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+afterAll(async () => {
+  for (const child of started) {
+    child.kill('SIGTERM');
+    await exited(child);
+  }
+}, 30_000);
+
+describe('libos coordinator with Redis down', () => {
+  it('logs one line when Redis is unreachable, not one stack per retry', async () => {
+    const part = coordinator(await freePort(), await freePort());
+    await sleep(5_000);
+    const lines = part.lines();
+    const redisLines = lines.filter((l) => /redis/i.test(l.msg));
+    expect(redisLines.map((l) => l.msg)).toEqual(['redis unreachable: retrying']);
+    expect(JSON.stringify(lines)).not.toMatch(/"stack"/);
+  }, 30_000);
+
+  it('logs the state changes: unreachable once, then reachable again', async () => {
+    const redisPort = await freePort();
+    let redis = await redisServer(redisPort);
+    const part = coordinator(redisPort, await freePort());
+    await sleep(1_500);
+    expect(part.lines().filter((l) => /redis/i.test(l.msg))).toEqual([]);
+    redis.kill('SIGKILL');
+    await exited(redis);
+    await sleep(4_000);
+    expect(
+      part
+        .lines()
+        .filter((l) => /redis/i.test(l.msg))
+        .map((l) => l.msg),
+    ).toEqual(['redis unreachable: retrying']);
+    redis = await redisServer(redisPort);
+    const until = Date.now() + 10_000;
+    while (!part.lines().some((l) => l.msg === 'redis reachable again') && Date.now() < until)
+      await sleep(100);
+    expect(
+      part
+        .lines()
+        .filter((l) => /redis/i.test(l.msg))
+        .map((l) => l.msg),
+    ).toEqual(['redis unreachable: retrying', 'redis reachable again']);
+    expect(JSON.stringify(part.lines())).not.toMatch(/"stack"/);
+  }, 40_000);
+});
