@@ -93,10 +93,16 @@ export function errorLine(error: unknown, where: Resolution = resolution): strin
   else if (isZodError(error)) line = `invalid input: ${zodLine(error)}`;
   else if (error instanceof SyntaxError) line = `not valid JSON: ${error.message}`;
   else if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
+    const { code, path } = error as NodeJS.ErrnoException;
+    const why: Record<string, string> = {
+      ENOENT: 'no such file or directory',
+      EACCES: 'permission denied',
+      EISDIR: 'it is a directory',
+      ENOTDIR: 'a part of the path is not a directory',
+    };
     line =
-      code === 'ENOENT' || code === 'EACCES'
-        ? `${error.message.replace(/^\w+: /, '')}`
+      code && path && why[code]
+        ? `cannot read ${shownPath(path)}: ${why[code]}`
         : error.message || error.name;
   } else line = String(error);
   return line.replace(/\s*\n\s*/g, ' ').trim();

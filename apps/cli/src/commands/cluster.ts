@@ -1,7 +1,8 @@
 import { redactRedisUrl } from '@libos/redis';
 import type { Command } from 'commander';
 import { startEmbedded } from '../cluster/embedded.js';
-import { killAllParts, portFree } from '../cluster/redis-server.js';
+import { portFree } from '../cluster/redis-server.js';
+import { stopSignals } from '../cluster/signals.js';
 import { stateDir } from '../cluster/state-dir.js';
 import type { GlobalOptions } from '../context.js';
 import { CliError } from '../errors.js';
@@ -15,44 +16,10 @@ function untilStopped(): Promise<NodeJS.Signals> {
   });
 }
 
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/**
- * The stop signals for the whole life of `libos up`: the first resolves `first` (a graceful
- * stop); any later one, or one while the cluster is still starting, SIGKILLs every part's
- * process group at once and exits, so no coordinator, worker or redis-server outlives the CLI.
- */
-function stopSignals(): { first: Promise<NodeJS.Signals>; up(): void } {
-  let count = 0;
-  let started = false;
-  let resolveFirst: (signal: NodeJS.Signals) => void = () => undefined;
-  const first = new Promise<NodeJS.Signals>((resolve) => {
-    resolveFirst = resolve;
-  });
-  const onSignal = (signal: NodeJS.Signals) => {
-    count++;
-    if (count === 1 && started) return resolveFirst(signal);
-    process.stderr.write(
-      started
-        ? `${signal} again: killing every part now\n`
-        : `${signal} while starting: killing every part\n`,
-    );
-    killAllParts();
-    process.exit(130);
-  };
-  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
-  return {
-    first,
-    up() {
-      started = true;
-    },
-  };
-}
-
-function positiveInteger(what: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
+function wholeNumber(what: string, text: string, min: number, max: number): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 0 || value > max)
-    throw new CliError(`${what} must be a whole number from 0 to ${max}, not "${text}"`);
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new CliError(`${what} must be a whole number from ${min} to ${max}, not "${text}"`);
   return value;
 }
 
@@ -71,9 +38,8 @@ export function registerClusterCommands(program: Command): void {
     .action(async (opts: { workers: string; concurrency?: string; port: string; redisUrl?: string }) => {
       const global = program.opts<GlobalOptions>();
       const dir = stateDir(global.dir);
-      const port = positiveInteger('--port', opts.port, 65_535);
-      const workers = positiveInteger('--workers', opts.workers);
-      if (port === 0) throw new CliError('--port must name a port (1 to 65535), not 0');
+      const port = wholeNumber('--port', opts.port, 1, 65_535);
+      const workers = wholeNumber('--workers', opts.workers, 0, 1_000);
       // Before anything starts: otherwise Redis starts, then the coordinator fails to listen.
       if (!(await portFree(port))) throw new CliError(`port ${port} is in use: pick another with --port`);
       const signals = stopSignals();

@@ -10,6 +10,7 @@ import { type AdminClient, ProcessClient } from '@libos/sdk';
 import type { Command } from 'commander';
 import { type EmbeddedCluster, startEmbedded } from '../cluster/embedded.js';
 import { freePort } from '../cluster/redis-server.js';
+import { stopSignals } from '../cluster/signals.js';
 import { readClusterFile, stateDir } from '../cluster/state-dir.js';
 import { adminClient, type GlobalOptions } from '../context.js';
 import { emit, paint, paintStatus } from '../output.js';
@@ -87,14 +88,24 @@ export function registerDemoCommand(program: Command): void {
       };
       let embedded: EmbeddedCluster | undefined;
       let url = await existingCluster(global);
+      let kept = false;
       if (!url) {
         say(paint('bold', 'Starting an embedded cluster (redis-server with AOF, a coordinator, workers)…'));
-        embedded = await startEmbedded({
+        // Its parts run in their own process groups: Ctrl-C stops them here (a second one kills them).
+        const signals = stopSignals();
+        const cluster = await startEmbedded({
           dir: stateDir(global.dir),
           workers: Number(opts.workers),
           port: Number(process.env.LIBOS_PORT ?? (await freePort())),
           stdio: 'ignore',
         });
+        signals.up();
+        void signals.first.then(async (signal) => {
+          process.stderr.write(`stopping (${signal})…\n`);
+          await cluster.stop();
+          process.exit(kept ? 0 : 130);
+        });
+        embedded = cluster;
         url = embedded.url;
       }
       try {
@@ -183,6 +194,7 @@ export function registerDemoCommand(program: Command): void {
         if (embedded && !opts.keep) await embedded.stop();
         else if (embedded) say(`the cluster keeps running at ${url}; stop it with Ctrl-C`);
       }
+      kept = true;
       if (embedded && opts.keep) await embedded.exited;
     });
 }

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { adminClient, type GlobalOptions } from '../context.js';
+import { CliError } from '../errors.js';
 import { emit, table } from '../output.js';
 
 /** A file holds one image (named by --name or the file name), or a map of name → image. */
@@ -15,12 +16,20 @@ const imageFileSchema = z.union([
 
 export async function readImageFile(path: string, name?: string): Promise<Record<string, ImageSpecInput>> {
   const text = await readFile(path, 'utf8');
-  const data: unknown = /\.ya?ml$/i.test(path) ? parseYaml(text) : JSON.parse(text);
+  const yaml = /\.ya?ml$/i.test(path);
+  let data: unknown;
+  try {
+    data = yaml ? parseYaml(text) : JSON.parse(text);
+  } catch (error) {
+    throw new CliError(
+      `${path} is not valid ${yaml ? 'YAML' : 'JSON'} (${(error as Error).message.split('\n')[0]}): give a .json or .yaml file`,
+    );
+  }
   const single = imageSpecSchema.safeParse(data);
   if (single.success) return { [name ?? basename(path, extname(path))]: data as ImageSpecInput };
   const parsed = imageFileSchema.safeParse(data);
   if (!parsed.success) {
-    throw new Error(
+    throw new CliError(
       `${path}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
   }
@@ -51,7 +60,7 @@ export function registerImageCommands(program: Command): void {
           specs = await readImageFile(opts.file, name);
         } else {
           if (!name || !opts.command)
-            throw new Error('images put: give --file, or a name with --command and --arg');
+            throw new CliError('images put: give --file, or a name with --command and --arg');
           specs = {
             [name]: {
               command: opts.command,
