@@ -108,8 +108,10 @@ export function errorLine(error: unknown, where: Resolution = resolution): strin
   return line.replace(/\s*\n\s*/g, ' ').trim();
 }
 
-/** Prints `libos: <one line>` and sets a failing exit code. */
+/** Prints `libos: <one line>` (and the stack with LIBOS_DEBUG=1) and sets a failing exit code. */
 export function fail(error: unknown): void {
   process.stderr.write(`libos: ${errorLine(error)}\n`);
+  if (process.env.LIBOS_DEBUG && error instanceof Error && error.stack)
+    process.stderr.write(`${error.stack}\n`);
   process.exitCode = process.exitCode || 1;
 }
