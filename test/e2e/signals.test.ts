@@ -113,6 +113,9 @@ describe('cancel', () => {
     await eventually(async () =>
       (await cluster.admin.getProcess(child.pid)).status === 'running' ? true : undefined,
     );
+    // `running` is set at the claim, before the sandbox is up: let the child read its request (a
+    // cancel before that rightly leaves it no request to account for).
+    await sleep(300);
     const started = performance.now();
     await parent.client.signal({ child_pid: child.pid, signal: 'cancel' });
     const waited = await parent.client.wait({ child_pid: child.pid });
