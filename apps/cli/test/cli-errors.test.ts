@@ -1,15 +1,13 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/cluster/redis-server.js';
+import { CLI_FROM_SOURCE, childrenOf } from './helpers.js';
 
-const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const NODE_ARGS = ['--import', 'tsx', '--conditions=@libos/source', CLI];
 const ADMIN_TOKEN = `cli-errors-admin-token-${process.pid}-0123456789abcdef`;
 
 /** The environment without the operator's libos settings (a developer's shell may have some). */
@@ -28,9 +26,14 @@ interface Ran {
 /** Runs `libos …args` to its end. */
 function libos(args: string[], env: Record<string, string> = {}): Promise<Ran> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...NODE_ARGS, ...args], { env: cleanEnv(env) }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [...CLI_FROM_SOURCE, ...args],
+      { env: cleanEnv(env) },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -54,23 +57,6 @@ function running(pid: number): boolean {
   }
 }
 
-/** The direct children of `parent`, with their command lines. */
-function childrenOf(parent: number): { pid: number; cmdline: string }[] {
-  const found: { pid: number; cmdline: string }[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue;
-      found.push({
-        pid: Number(name),
-        cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '),
-      });
-    } catch {}
-  }
-  return found;
-}
-
 async function until(what: string, probe: () => boolean, withinMs = 20_000): Promise<void> {
   const deadline = Date.now() + withinMs;
   while (!probe()) {
@@ -89,7 +75,7 @@ interface Up {
 async function startUp(dir: string, port: number): Promise<Up> {
   const child = spawn(
     process.execPath,
-    [...NODE_ARGS, '--dir', dir, '--json', 'up', '--workers', '1', '--port', String(port)],
+    [...CLI_FROM_SOURCE, '--dir', dir, '--json', 'up', '--workers', '1', '--port', String(port)],
     { env: cleanEnv({ LIBOS_ADMIN_TOKEN: ADMIN_TOKEN }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -2,10 +2,8 @@ import { execFile } from 'node:child_process';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+import { CLI } from './helpers.js';
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {

@@ -1,9 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/cluster/redis-server.js';
+import { CLI_FROM_SOURCE } from './helpers.js';
 
-const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const ADMIN_TOKEN = `coordinator-outage-token-${process.pid}-0123456789abcdef`;
 const started: ChildProcess[] = [];
 
@@ -42,20 +41,16 @@ function coordinator(
   redisPort: number,
   port: number,
 ): { child: ChildProcess; lines: () => { msg: string; err?: unknown }[] } {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', '--conditions=@libos/source', CLI, 'coordinator'],
-    {
-      env: {
-        PATH: process.env.PATH,
-        LIBOS_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
-        LIBOS_PORT: String(port),
-        LIBOS_LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [...CLI_FROM_SOURCE, 'coordinator'], {
+    env: {
+      PATH: process.env.PATH,
+      LIBOS_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
+      LIBOS_PORT: String(port),
+      LIBOS_LOG_LEVEL: 'info',
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.push(child);
   let text = '';
   child.stdout!.on('data', (chunk: Buffer) => {

@@ -3,10 +3,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CLI_FROM_SOURCE } from './helpers.js';
 
-const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 let dir: string | undefined;
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -44,10 +43,7 @@ describe('libos demo --keep', () => {
     const demo = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        '--conditions=@libos/source',
-        CLI,
+        ...CLI_FROM_SOURCE,
         '--dir',
         dir,
         'demo',

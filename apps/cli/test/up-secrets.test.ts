@@ -1,15 +1,14 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createRedis, redisSettingsFromEnv } from '@libos/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../src/cluster/redis-server.js';
+import { CLI_FROM_SOURCE, childrenOf } from './helpers.js';
 
-const CLI = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 /** The operator's admin token, in the environment `libos up` is started with. */
 const ADMIN_TOKEN = `operator-admin-token-${process.pid}-0123456789abcdef`;
 
@@ -19,24 +18,6 @@ function environOf(pid: number): Map<string, string> {
   return new Map(
     entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   );
-}
-
-/** The direct children of `parent`, each with its command line. */
-function childrenOf(parent: number): { pid: number; cmdline: string }[] {
-  const found: { pid: number; cmdline: string }[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      if (ppid !== parent) continue;
-      found.push({
-        pid: Number(name),
-        cmdline: readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' '),
-      });
-    } catch {} // gone meanwhile
-  }
-  return found;
 }
 
 async function eventually<T>(
@@ -73,20 +54,7 @@ describe('libos up keeps the admin token and the Redis password away from worker
     const port = await freePort();
     up = spawn(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--conditions=@libos/source',
-        CLI,
-        '--dir',
-        dir,
-        '--json',
-        'up',
-        '--workers',
-        '2',
-        '--port',
-        String(port),
-      ],
+      [...CLI_FROM_SOURCE, '--dir', dir, '--json', 'up', '--workers', '2', '--port', String(port)],
       {
         env: { ...process.env, LIBOS_ADMIN_TOKEN: ADMIN_TOKEN, LIBOS_LOG_LEVEL: 'warn' },
         stdio: ['ignore', 'pipe', 'inherit'],
