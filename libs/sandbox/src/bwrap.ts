@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 
 /** A host path the sandbox shows, and how. */
 export interface Mount {
@@ -23,29 +23,58 @@ export interface SandboxView {
 }
 
 /**
- * bwrap's options for a view: new user, pid, ipc, uts and cgroup namespaces (and net when asked),
- * a fresh /proc, a minimal /dev and a private /tmp, then the view's mounts in an order where a
+ * bwrap's options for a view: new pid, ipc, uts and cgroup namespaces (and net when asked), a
+ * fresh /proc, a minimal /dev and a private /tmp, then the view's mounts in an order where a
  * later one can sit inside an earlier one, the child in a session of its own (no terminal
  * injection), and the whole sandbox killed with its launcher.
+ *
+ * `privileged`: bwrap runs as root (the worker's) and the child is switched to its own uid after
+ * (setpriv): root can show paths whose parents are closed to others (a checkout under a 0700
+ * home), and the directories it creates on the way to a mount are made searchable (0755).
+ * Otherwise bwrap runs as the child's uid in a user namespace of its own, and shows only what
+ * that uid can reach.
  */
-export function bwrapArgs(view: SandboxView, handshake: boolean): string[] {
-  const args = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try'];
+export function bwrapArgs(view: SandboxView, handshake: boolean, privileged: boolean): string[] {
+  const args = privileged ? [] : ['--unshare-user'];
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (view.network === 'none') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--hostname', 'libos');
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  // /tmp like a host's: anyone may create, only owners may remove (bwrap as root makes it root's).
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  // Host directories shown: what lies inside them exists already, with the host's permissions.
+  const shown: string[] = [];
+  const made = new Set(['/proc', '/dev', '/tmp']);
+  const mount = (option: string, path: string) => {
+    if (privileged) {
+      // Each directory on the way that bwrap would create, searchable, unless a mount shows it.
+      for (const dir of ancestors(path)) {
+        if (made.has(dir) || shown.some((top) => isInside(dir, top))) continue;
+        made.add(dir);
+        args.push('--perms', '0755', '--dir', dir);
+      }
+    }
+    args.push(option, path, path);
+    shown.push(path);
+  };
   for (const path of view.runtime) {
     // A merged-/usr host's /bin, /lib, ... are symlinks: the same link costs no mount.
     const link = symlinkTarget(path);
-    if (link === undefined) args.push('--ro-bind-try', path, path);
-    else args.push('--symlink', link, path);
+    if (link !== undefined) args.push('--symlink', link, path);
+    else if (existsSync(path)) mount('--ro-bind', path);
   }
-  if (view.cwd !== '/') args.push('--bind', view.cwd, view.cwd);
-  for (const mount of view.paths)
-    args.push(mount.access === 'write' ? '--bind' : '--ro-bind', mount.path, mount.path);
+  if (view.cwd !== '/') mount('--bind', view.cwd);
+  for (const entry of view.paths) mount(entry.access === 'write' ? '--bind' : '--ro-bind', entry.path);
   for (const path of view.hide) if (isShown(path, view)) args.push('--tmpfs', path);
-  args.push('--bind', view.resultDir, view.resultDir, '--chdir', view.cwd);
+  mount('--bind', view.resultDir);
+  args.push('--chdir', view.cwd);
   if (handshake) args.push('--info-fd', '3', '--block-fd', '4');
   return args;
+}
+
+/** `/a/b/c` -> `/a`, `/a/b` (outermost first; not `/`, not the path itself). */
+function ancestors(path: string): string[] {
+  const parts = path.split('/').filter(Boolean);
+  return parts.slice(0, -1).map((_, i) => `/${parts.slice(0, i + 1).join('/')}`);
 }
 
 const links = new Map<string, string | undefined>();

@@ -116,8 +116,8 @@ export class Sandbox {
     const root = process.getuid?.() === 0;
     if (!root) missing.push('a uid per child: the worker is not root, so it cannot switch uids');
     const pool = root ? new UidPool(settings.uids, settings.lockDir) : undefined;
-    const probeUid = pool ? settings.uids.first : undefined;
-    const namespaces = probeBwrap(settings.bwrap, probeUid);
+    const namespaces = probeBwrap(settings.bwrap, root);
+    if (root && !existsSync(SETPRIV)) missing.push(`a uid per child: no ${SETPRIV} (util-linux)`);
     if (!namespaces.ok) missing.push(`namespaces: ${namespaces.problem}`);
     const rlimits = existsSync(settings.prlimit);
     if (!rlimits) missing.push(`rlimits: no ${settings.prlimit} (util-linux)`);
@@ -230,11 +230,26 @@ export class ChildSandbox implements Confinement {
       network: request.network,
     };
     const handshake = this.#cgroup !== undefined;
+    // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
+    // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
+    const privileged = uid !== undefined;
+    const switched = privileged
+      ? [
+          SETPRIV,
+          `--reuid=${uid}`,
+          `--regid=${uid}`,
+          '--clear-groups',
+          '--inh-caps=-all',
+          '--bounding-set=-all',
+          '--no-new-privs',
+          '--',
+          ...limited,
+        ]
+      : limited;
     return {
       command: this.host.settings.bwrap,
-      args: [...bwrapArgs(view, handshake), '--', ...limited],
+      args: [...bwrapArgs(view, handshake, privileged), '--', ...switched],
       cwd: '/',
-      ...ids,
       handshake,
     };
   }
@@ -300,19 +315,23 @@ export function processesOfUid(uid: number): number[] {
   return found;
 }
 
-/** bwrap runs a trivial sandbox here (as `uid` when given): user namespaces work. */
-function probeBwrap(bwrap: string, uid: number | undefined): { ok: true } | { ok: false; problem: string } {
+/** util-linux's setpriv: how a root-run sandbox's child gets its own uid. */
+const SETPRIV = '/usr/bin/setpriv';
+
+/** bwrap runs a trivial sandbox here (as root when privileged, else in a user namespace). */
+function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: false; problem: string } {
   const ran = spawnSync(
     bwrap,
     [
       ...bwrapArgs(
         { runtime: SYSTEM_RUNTIME, cwd: '/', paths: [], hide: [], resultDir: '/tmp', network: 'host' },
         false,
+        privileged,
       ),
       '--',
       'true',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000, ...(uid === undefined ? {} : { uid, gid: uid }) },
+    { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 },
   );
   if (ran.error)
     return { ok: false, problem: `${bwrap} cannot run (${ran.error.message}); install bubblewrap` };

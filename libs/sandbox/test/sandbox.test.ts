@@ -103,7 +103,7 @@ describe('a sandboxed launch', () => {
     });
     const uid = confinement.uid!;
     const state = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
-    await eventually(() => processesOfUid(uid).length >= 4);
+    await eventually(() => processesOfUid(uid).length >= 3); // sh and its two sleeps
     control!.pause();
     await eventually(() => processesOfUid(uid).every((pid) => state(pid) === 'T'));
     control!.resume();
