@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import type { AdminAuth } from '../auth.js';
 import type { Launcher } from '../launcher.js';
+import { registerProcessReads } from './admin-reads.js';
 import { withdrawIfQueued } from './tools.js';
 
 export interface AdminRouteDeps {
@@ -40,6 +41,7 @@ const errors = {
   401: errorEnvelopeSchema,
   403: errorEnvelopeSchema,
   404: errorEnvelopeSchema,
+  503: errorEnvelopeSchema,
 };
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
 
@@ -117,6 +119,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
     },
     async (request) => kernel.admin.getProcess(request.params.pid),
   );
+  registerProcessReads(typed, kernel);
   typed.post(
     '/v1/admin/processes/:pid/signal',
     {
