@@ -1,7 +1,13 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { KernelError } from '@libos/kernel';
-import { type ErrorCode, errorEnvelope, HTTP_STATUS_BY_CODE, type Notice, type Reason } from '@libos/protocol';
+import {
+  type ErrorCode,
+  errorEnvelope,
+  HTTP_STATUS_BY_CODE,
+  type Notice,
+  type Reason,
+} from '@libos/protocol';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 
@@ -62,7 +68,12 @@ export function sendError(
     return reply
       .status(400)
       .send(
-        errorEnvelope('invalid_argument', fastifyError.message ?? 'the request is malformed', undefined, notices),
+        errorEnvelope(
+          'invalid_argument',
+          fastifyError.message ?? 'the request is malformed',
+          undefined,
+          notices,
+        ),
       );
   }
   if (isRedisOutage(error)) {
