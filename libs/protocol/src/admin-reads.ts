@@ -10,12 +10,16 @@ import { outcomeTypeSchema, pendingSignalSchema, processStatusSchema, processVie
  * Query strings carry text, so numbers are coerced and booleans are `true`/`false`.
  */
 
-const booleanText = z.enum(['true', 'false']).transform((text) => text === 'true');
+// Each accepts its parsed form too: the coordinator parses a query, the kernel parses it again.
+const booleanText = z.union([z.boolean(), z.enum(['true', 'false']).transform((text) => text === 'true')]);
 
 /** A time bound: an ISO timestamp or milliseconds since the epoch. */
-export const timeBoundSchema = z
-  .union([z.string().regex(/^\d{1,15}$/), z.iso.datetime({ offset: true })])
-  .transform((text) => (/^\d+$/.test(text) ? Number(text) : Date.parse(text)));
+export const timeBoundSchema = z.union([
+  z.number().int().min(0),
+  z
+    .union([z.string().regex(/^\d{1,15}$/), z.iso.datetime({ offset: true })])
+    .transform((text) => (/^\d+$/.test(text) ? Number(text) : Date.parse(text))),
+]);
 
 /** `GET /v1/admin/processes`: newest first, a cursor stable under inserts. */
 export const listProcessesQuerySchema = z.strictObject({
@@ -54,10 +58,14 @@ export const adminMessagesQuerySchema = z.strictObject({
   reply_to: messageIdSchema.optional(),
   /** Comma-separated message ids. */
   message_ids: z
-    .string()
-    .max(40_000)
-    .transform((text) => text.split(',').filter(Boolean))
-    .pipe(z.array(messageIdSchema).max(1000))
+    .union([
+      z.array(messageIdSchema).max(1000),
+      z
+        .string()
+        .max(40_000)
+        .transform((text) => text.split(',').filter(Boolean))
+        .pipe(z.array(messageIdSchema).max(1000)),
+    ])
     .optional(),
   /** Omitted: acknowledged and unread alike; `true`: only acknowledged; `false`: only unread. */
   acked: booleanText.optional(),
