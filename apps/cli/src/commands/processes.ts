@@ -121,7 +121,7 @@ export function registerProcessCommands(program: Command): void {
         const status =
           opts.status === undefined ? undefined : parseChoice('status', processStatusSchema, opts.status);
         const root = opts.root === undefined ? undefined : parsePid('--root', opts.root);
-        if (root !== undefined && root.includes('.'))
+        if (root?.includes('.'))
           throw new CliError(
             `--root ${root} is not a root pid: use --parent ${root}, or its root ${rootOf(root)}`,
           );
