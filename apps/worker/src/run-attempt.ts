@@ -29,8 +29,6 @@ export interface AttemptSummary {
   terminal?: Completion['terminal']['type'];
   /** The process's status after the completion; null when the kernel refused or never answered. */
   status?: ProcessStatus | null;
-  /** The contract terminal's reason (the outcome's, unless a kill overrode it). */
-  reason?: string;
 }
 
 export interface AttemptContext {
@@ -145,8 +143,9 @@ export async function runAttempt(
       const completion = await runChild(claimed, minted.token, signals, ctx, log, fence);
       reporting = true;
       const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
-      const reason = completion.terminal.reason;
       if (done) {
+        // a kill's reason is the signal's, which the kernel holds: the failed job's reason says it
+        const reason = done.status === 'killed' ? undefined : completion.terminal.reason;
         const type = done.status === 'killed' ? 'killed' : outcomeTypeOfTerminal(completion.terminal.type);
         progress({ ...shown, status: done.status, outcome: { type, ...(reason ? { reason } : {}) } });
       }
@@ -156,7 +155,6 @@ export async function runAttempt(
         claimed: true,
         terminal: completion.terminal.type,
         status: done?.status ?? null,
-        ...(reason ? { reason } : {}),
       };
     } finally {
       lease.stop();
