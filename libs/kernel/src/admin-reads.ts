@@ -239,15 +239,31 @@ export class AdminReads {
     };
   }
 
-  /** Whole rows by pid (undefined where none), one pipeline. */
+  /**
+   * Whole rows by pid (undefined where none): one pipeline per tree, since a pipeline must stay
+   * in one slot on Redis Cluster; the pipelines go out together.
+   */
   private async rowsOf(pids: string[]): Promise<(ProcessRow | undefined)[]> {
-    if (pids.length === 0) return [];
-    const pipeline = this.core.redis.pipeline();
-    for (const pid of pids) pipeline.hgetall(this.core.keys.row(pid));
-    return (await pipelined(pipeline)).map((value) => {
-      const flat = Object.entries(stringRecordSchema.parse(value)).flat();
-      return flat.length === 0 ? undefined : rowFromFlat(flat);
-    });
+    const byTree = new Map<string, number[]>();
+    for (const [index, pid] of pids.entries()) {
+      const root = rootOf(pid);
+      const indexes = byTree.get(root);
+      if (indexes) indexes.push(index);
+      else byTree.set(root, [index]);
+    }
+    const rows: (ProcessRow | undefined)[] = new Array(pids.length).fill(undefined);
+    await Promise.all(
+      [...byTree.values()].map(async (indexes) => {
+        const pipeline = this.core.redis.pipeline();
+        for (const index of indexes) pipeline.hgetall(this.core.keys.row(pids[index] as string));
+        const values = await pipelined(pipeline);
+        for (const [i, value] of values.entries()) {
+          const flat = Object.entries(stringRecordSchema.parse(value)).flat();
+          rows[indexes[i] as number] = flat.length === 0 ? undefined : rowFromFlat(flat);
+        }
+      }),
+    );
+    return rows;
   }
 
   /** The mailbox as it is: acknowledged and unread, filtered like `read_process_messages`. */
