@@ -7,20 +7,18 @@ import {
   adminTreeQuerySchema,
   adminTreeResultSchema,
   describeResultSchema,
-  errorEnvelopeSchema,
   pidSchema,
 } from '@libos/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { errorResponses } from './responses.js';
 
-const errors = {
-  400: errorEnvelopeSchema,
-  401: errorEnvelopeSchema,
-  403: errorEnvelopeSchema,
-  404: errorEnvelopeSchema,
-  503: errorEnvelopeSchema,
-};
+/** A bad pid or query (400), no or a wrong admin token (401, 403), no such process (404). */
+const errors = errorResponses(['invalid_argument', 'unauthenticated', 'permission_denied', 'not_found'], {
+  params: true,
+  query: true,
+});
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
 const params = z.object({ pid: pidSchema });
 
