@@ -25,6 +25,8 @@ export const TREE_SCRIPTS = [
   'renew',
   'complete',
   'recover',
+  'log_append',
+  'log_read',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 
