@@ -5,6 +5,7 @@ import { type IsolationReport, Sandbox, Watchdog } from '@libos/sandbox';
 import { Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
+import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
@@ -78,6 +79,7 @@ export async function startWorker(
     sandbox,
     watchdog,
     maxResultBytes: config.isolation.maxResultBytes,
+    childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
   };
 
   const processJob = async (data: unknown): Promise<Summary> => {
