@@ -20,6 +20,7 @@ import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './
 import { Launcher } from './launcher.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
+import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
 import { toolRoutes } from './routes/tools.js';
 
@@ -128,6 +129,7 @@ export async function buildServer(
       onPool: showPool,
     }),
   );
+  await app.register((scope) => logRoutes(scope, { kernel, auth, shutdown: shutdown.signal }));
   await app.register((scope) =>
     toolRoutes(scope, {
       kernel,
