@@ -206,6 +206,8 @@ export class Cluster {
   async startWorker(index: number, env: Record<string, string> = {}): Promise<ChildProcess> {
     const name = this.workerName(index);
     const args = ['worker', '--id', name];
+    const capture = this.options.captureWorkerOutput ? { text: '', bytes: 0 } : undefined;
+    if (capture) this.workerOutput[index] = capture;
     if (this.options.concurrency) args.push('--concurrency', String(this.options.concurrency));
     const worker = spawnCli(
       args,
@@ -221,7 +223,7 @@ export class Cluster {
         ...env,
       },
       `worker ${index}`,
-      this.options.captureWorkerOutput ? (this.workerOutput[index] = { text: '', bytes: 0 }) : undefined,
+      capture,
     );
     this.workers[index] = worker;
     await eventually(
