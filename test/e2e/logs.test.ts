@@ -65,8 +65,13 @@ async function launch(image: string): Promise<string> {
   return pid;
 }
 
-/** `libos <args>` against the cluster: its stdout as it comes, and its exit. */
-function cli(args: string[]): { process: ChildProcess; out: () => string; exited: Promise<number | null> } {
+/** `libos <args>` against the cluster: its stdout (and stderr) as they come, and its exit. */
+function cli(args: string[]): {
+  process: ChildProcess;
+  out: () => string;
+  err: () => string;
+  exited: Promise<number | null>;
+} {
   const child = spawn(
     process.execPath,
     [
@@ -92,11 +97,10 @@ function cli(args: string[]): { process: ChildProcess; out: () => string; exited
   });
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
-      if (code !== 0) process.stderr.write(`libos ${args.join(' ')}: ${err}`);
       resolve(code);
     }),
   );
-  return { process: child, out: () => out, exited };
+  return { process: child, out: () => out, err: () => err, exited };
 }
 
 async function page(pid: string, query = ''): Promise<ChildLogPage> {
@@ -197,6 +201,21 @@ describe('child logs on a cluster', () => {
     expect(own.text).not.toContain('0000000007');
     expect(own.text).not.toContain('first to stderr');
   }, 240_000);
+
+  it('refuses an unknown process or attempt in one line', async () => {
+    const pid = await launch('numbered');
+    expect((await cluster.admin.waitProcess(pid)).status).toBe('exited');
+    const unknown = cli(['logs', `${pid}.9`]);
+    expect(await unknown.exited).not.toBe(0);
+    expect(unknown.err()).toBe(`libos: not found: no such process ${pid}.9\n`);
+    const attempt = cli(['logs', pid, '--attempt', '4']);
+    expect(await attempt.exited).not.toBe(0);
+    expect(attempt.err().trim().split('\n')).toHaveLength(1);
+    expect(attempt.err()).toContain(`${pid} has no attempt 4 (its latest is 1)`);
+    const word = cli(['logs', pid, '--attempt', 'last', '-f']);
+    expect(await word.exited).not.toBe(0);
+    expect(word.err()).toBe('libos: --attempt must be a whole number from 1, not "last"\n');
+  }, 120_000);
 
   it('honours LIBOS_CHILD_LOG_BYTES', async () => {
     const pid = await launch('numbered');
