@@ -50,7 +50,8 @@ async function events(
           .filter((l) => !l.startsWith(':'))
           .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
       );
-      if (fields.event) seen.push({ event: fields.event, id: fields.id, data: JSON.parse(fields.data) });
+      if (fields.event)
+        seen.push({ event: fields.event, id: fields.id, data: JSON.parse(fields.data ?? 'null') });
     }
     if (until(seen)) {
       await reader.cancel();
