@@ -86,6 +86,21 @@ describe('child logs', () => {
     expect(await k().logs.read(parent.pid)).toMatchObject({ attempt: 0, ended: true, lines: [] });
   });
 
+  it('after a process_exit stays open until the worker’s completion: the child may still print', async () => {
+    const parent = await root(env);
+    const child = await runningChild(env, parent.pid);
+    await k().logs.append(child.pid, 1, { lines: [line('working')], dropped: 0, end: false }, 1 << 20);
+    await k().tools.process_exit({ pid: child.pid }, { payload: { done: true } });
+    expect((await k().logs.read(child.pid)).ended).toBe(false);
+    await k().worker.complete(child.pid, 1, child.fence, { terminal: { type: 'no_report' }, usage: USAGE });
+    expect((await k().logs.read(child.pid)).ended).toBe(true);
+    // killed while queued: no worker will ever write
+    const queued = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'never runs' });
+    expect((await k().logs.read(queued.pid)).ended).toBe(false);
+    await k().tools.signal_child_process({ pid: parent.pid }, { child_pid: queued.pid, signal: 'terminate' });
+    expect((await k().logs.read(queued.pid)).ended).toBe(true);
+  });
+
   it('refuses an unknown pid, an attempt that does not exist and a bad cursor', async () => {
     const parent = await root(env);
     const child = await runningChild(env, parent.pid);
