@@ -127,7 +127,8 @@ export class AdminClient {
   /**
    * Pages of an attempt's child output as they come (server-sent events), until its log has
    * ended: the lines so far first, then each batch of new ones. A dropped connection is resumed
-   * after the last page seen; refusals (unknown pid, bad attempt) throw at once.
+   * after the last page seen; refusals (unknown pid, bad attempt) and a coordinator that cannot
+   * be reached at first throw at once.
    */
   async *followLogs(
     pid: string,
@@ -136,6 +137,7 @@ export class AdminClient {
   ): AsyncGenerator<ChildLogPage> {
     let after = query.after;
     let attempt = query.attempt;
+    let resumable = false;
     for (let failures = 0; ; ) {
       const pages: ChildLogPage[] = [];
       let problem: LibosError | undefined;
@@ -156,11 +158,13 @@ export class AdminClient {
           {},
           options,
         );
+        const decoder = new TextDecoder(); // a character may span two chunks
         for await (const chunk of body) {
-          parser.feed(chunk.toString('utf8'));
+          parser.feed(decoder.decode(chunk, { stream: true }));
           if (problem) throw problem;
           for (const page of pages.splice(0)) {
             failures = 0;
+            resumable = true;
             attempt = page.attempt; // a resume reads the attempt the follow started on
             after = page.next ?? after;
             yield page;
@@ -168,8 +172,10 @@ export class AdminClient {
           }
         }
       } catch (error) {
-        // A refusal ends the follow; a broken connection (mid-stream too) is resumed.
+        // A refusal ends the follow, and so does a coordinator never reached; a connection that
+        // breaks once pages have come (mid-stream too) is resumed.
         if (options.signal?.aborted || (error instanceof LibosError && !isRetryable(error))) throw error;
+        if (!resumable) throw error;
       }
       await sleep(Math.min(2000, 50 * 2 ** failures++), options.signal);
     }
