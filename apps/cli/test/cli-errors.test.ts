@@ -166,6 +166,11 @@ describe('a stale .libos/cluster.json', () => {
     expect(line).toMatch(
       new RegExp(`^libos: cannot reach the coordinator at http://127.0.0.1:${port} \\(from --url\\)`),
     );
+    // following a log does not wait forever for a coordinator it never reached
+    const follow = expectOneLine(
+      await libos(['--url', `http://127.0.0.1:${port}`, '--admin-token', 'x', 'logs', 'r1', '-f']),
+    );
+    expect(follow).toMatch(/^libos: cannot reach the coordinator at /);
   });
 });
 
