@@ -20,6 +20,8 @@ const cost = (text: string) => logLineBytes(text) + LOG_LINE_OVERHEAD;
  */
 class LineSplitter {
   private parts: Buffer[] = [];
+  /** A line that began and ended in one chunk, decoded at once. */
+  private whole: string | undefined;
   private held = 0;
   private cut = 0;
 
@@ -48,14 +50,20 @@ class LineSplitter {
 
   private take(bytes: Buffer, start: number, end: number): void {
     const kept = Math.min(end - start, this.limit - this.held);
-    // copied: a slice would keep the whole chunk alive
-    if (kept > 0) this.parts.push(Buffer.from(bytes.subarray(start, start + kept)));
+    if (kept > 0 && this.held === 0 && end < bytes.length) {
+      // the common case, a whole line in one chunk: decoded in place, nothing copied
+      this.whole = bytes.toString('utf8', start, start + kept);
+    } else if (kept > 0) {
+      // copied: a slice would keep the whole chunk alive
+      this.parts.push(Buffer.from(bytes.subarray(start, start + kept)));
+    }
     this.held += kept;
     this.cut += end - start - kept;
   }
 
   private finish(): void {
-    let text = Buffer.concat(this.parts, this.held).toString('utf8');
+    let text = this.whole ?? Buffer.concat(this.parts, this.held).toString('utf8');
+    this.whole = undefined;
     if (this.cut === 0 && text.endsWith('\r')) text = text.slice(0, -1);
     if (this.cut > 0) text += ` … [line cut: ${this.cut} more bytes]`;
     this.parts = [];
