@@ -48,6 +48,16 @@ class LineSplitter {
     if (this.held > 0 || this.cut > 0) this.finish();
   }
 
+  /** Forgets the partial line (its continuation was dropped); returns its bytes. */
+  discard(): number {
+    const bytes = this.held + this.cut;
+    this.parts = [];
+    this.whole = undefined;
+    this.held = 0;
+    this.cut = 0;
+    return bytes;
+  }
+
   private take(bytes: Buffer, start: number, end: number): void {
     const kept = Math.min(end - start, this.limit - this.held);
     if (kept > 0 && this.held === 0 && end < bytes.length) {
@@ -73,48 +83,72 @@ class LineSplitter {
   }
 }
 
+/** Raw output waiting to be split: one stream's bytes as they came, with when they came. */
+interface Pending {
+  stream: 0 | 1;
+  time: number;
+  bytes: Buffer;
+}
+
+/** What a waiting chunk counts against the bound beyond its bytes (so tiny writes are bounded too). */
+const CHUNK_OVERHEAD = 64;
 /**
- * One attempt's stdout and stderr, on their way to the kernel's log store. Lines gather for
- * `flushMs` and leave in batches, one in flight at a time, and at most one bound's worth per
- * second (a batch of B bytes holds the next back for B / maxBytes seconds), so a flood costs
- * Redis a bounded rate. Lines waiting are kept within the bound too: the oldest are dropped and
- * counted, and the count travels with the next batch. A child that writes nothing costs no call.
- * Every method is safe to call from the runner's stream handlers: nothing here throws.
+ * Consecutive small chunks of one stream are merged up to this size (or an eighth of the bound,
+ * if smaller: dropping is by merged chunk, and must not take a whole small bound at once).
+ */
+const MERGE_BYTES = 4096;
+const STREAMS = ['o', 'e'] as const;
+
+/**
+ * One attempt's stdout and stderr, on their way to the kernel's log store. Output waits here as
+ * raw bytes (copied, consecutive small writes merged), at most `maxBytes` of it: the oldest is
+ * dropped first and counted, so a flood costs neither memory nor a string per line it drops.
+ * Every `flushMs` what waits is split into lines and leaves as one batch, one in flight at a
+ * time, and at most one bound's worth per second (a batch of B bytes holds the next back for
+ * B / maxBytes seconds), so a flood costs Redis a bounded rate. The dropped count travels with
+ * the next batch. A child that writes nothing costs no call. Nothing here throws.
  */
 export class AttemptLog {
-  readonly stdout = (chunk: Uint8Array) => this.feed(this.out, chunk);
-  readonly stderr = (chunk: Uint8Array) => this.feed(this.err, chunk);
-  private readonly out: LineSplitter;
-  private readonly err: LineSplitter;
-  private queue: (LogRecord | undefined)[] = [];
+  readonly stdout = (chunk: Uint8Array) => this.feed(0, chunk);
+  readonly stderr = (chunk: Uint8Array) => this.feed(1, chunk);
+  private readonly splitters: [LineSplitter, LineSplitter];
+  private pending: (Pending | undefined)[] = [];
   private head = 0;
   private pendingCost = 0;
   private dropped = 0;
-  private now = 0;
+  /** Per stream: its oldest waiting bytes continue a line whose start was dropped. */
+  private readonly orphaned = [false, false];
+  /** Lines split off while a batch is being made. */
+  private lines: LogRecord[] = [];
+  private splitTime = 0;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   /** No batch starts before this (ms since the epoch). */
   private nextAt = 0;
   private used = false;
   private ended = false;
+  private readonly mergeBytes: number;
 
   constructor(
     private readonly sink: (batch: LogBatch) => Promise<void>,
     private readonly settings: ChildLogSettings,
     private readonly onError: (error: unknown) => void,
   ) {
-    this.out = new LineSplitter(settings.lineBytes, (text) => this.add('o', text));
-    this.err = new LineSplitter(settings.lineBytes, (text) => this.add('e', text));
+    this.mergeBytes = Math.min(MERGE_BYTES, settings.maxBytes >> 3);
+    this.splitters = [0, 1].map(
+      (stream) =>
+        new LineSplitter(settings.lineBytes, (text) =>
+          this.lines.push([STREAMS[stream] as 'o' | 'e', this.splitTime, text]),
+        ),
+    ) as [LineSplitter, LineSplitter];
   }
 
   /**
-   * The attempt is over: its partial lines are lines, and what is waiting leaves as the log's
-   * last batch (marked ended) once the batch in flight is done. Resolves when it is stored or
-   * failed; no call at all when the child wrote nothing.
+   * The attempt is over: what waits and the partial lines leave as the log's last batch (marked
+   * ended) once the batch in flight is done. Resolves when it is stored or failed; no call at
+   * all when the child wrote nothing.
    */
   async end(): Promise<void> {
-    this.out.flush();
-    this.err.flush();
     this.ended = true;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -122,27 +156,37 @@ export class AttemptLog {
     if (this.used) await this.send(true);
   }
 
-  private feed(splitter: LineSplitter, chunk: Uint8Array): void {
-    if (this.ended) return;
-    this.now = Date.now();
-    splitter.push(chunk);
-  }
-
-  private add(stream: 'o' | 'e', text: string): void {
+  private feed(stream: 0 | 1, chunk: Uint8Array): void {
+    if (this.ended || chunk.byteLength === 0) return;
     this.used = true;
-    this.queue.push([stream, this.now, text]);
-    this.pendingCost += cost(text);
-    while (this.pendingCost > this.settings.maxBytes && this.head < this.queue.length) {
-      const oldest = this.queue[this.head] as LogRecord;
-      this.queue[this.head++] = undefined;
-      this.pendingCost -= cost(oldest[2]);
-      this.dropped += logLineBytes(oldest[2]);
+    const time = Date.now();
+    const last = this.pending[this.pending.length - 1];
+    if (last && last.stream === stream && last.bytes.length + chunk.byteLength <= this.mergeBytes) {
+      last.bytes = Buffer.concat([last.bytes, chunk]);
+      last.time = time;
+      this.pendingCost += chunk.byteLength;
+    } else {
+      // copied: the runner's chunk may sit in a larger allocation, and small copies share slabs
+      this.pending.push({ stream, time, bytes: Buffer.from(chunk) });
+      this.pendingCost += chunk.byteLength + CHUNK_OVERHEAD;
     }
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
+    while (this.pendingCost > this.settings.maxBytes && this.head < this.pending.length - 1)
+      this.dropOldest();
+    if (this.head > 1024 && this.head * 2 > this.pending.length) {
+      this.pending = this.pending.slice(this.head);
       this.head = 0;
     }
-    if (!this.ended) this.schedule(this.settings.flushMs);
+    this.schedule(this.settings.flushMs);
+  }
+
+  private dropOldest(): void {
+    const oldest = this.pending[this.head] as Pending;
+    this.pending[this.head++] = undefined;
+    this.pendingCost -= oldest.bytes.length + CHUNK_OVERHEAD;
+    this.dropped += oldest.bytes.length;
+    // a line begun before these bytes cannot be finished now: drop what is held of it
+    this.dropped += this.splitters[oldest.stream].discard();
+    this.orphaned[oldest.stream] = oldest.bytes[oldest.bytes.length - 1] !== 10;
   }
 
   private schedule(atLeastMs: number): void {
@@ -157,18 +201,45 @@ export class AttemptLog {
     this.inFlight = this.send(false);
     await this.inFlight;
     this.inFlight = undefined;
-    if (this.head < this.queue.length) this.schedule(0);
+    if (this.head < this.pending.length) this.schedule(0);
   }
 
-  /** Sends what is waiting; a failed batch is counted as dropped (the next batch says so). */
-  private async send(end: boolean): Promise<void> {
-    const lines = this.queue.slice(this.head) as LogRecord[];
-    const { pendingCost, dropped } = this;
-    this.queue = [];
+  /** Splits what waits into lines (the partial ones stay, unless `end`). */
+  private takeLines(end: boolean): LogRecord[] {
+    for (let i = this.head; i < this.pending.length; i++) {
+      const entry = this.pending[i] as Pending;
+      let bytes = entry.bytes;
+      if (this.orphaned[entry.stream]) {
+        // the rest of a line whose start was dropped
+        const newline = bytes.indexOf(10);
+        const rest = newline < 0 ? bytes.length : newline + 1;
+        this.dropped += rest;
+        bytes = bytes.subarray(rest);
+        this.orphaned[entry.stream] = newline < 0;
+      }
+      this.splitTime = entry.time;
+      this.splitters[entry.stream].push(bytes);
+    }
+    if (end) {
+      this.splitTime = Date.now();
+      for (const splitter of this.splitters) splitter.flush();
+    }
+    this.pending = [];
     this.head = 0;
     this.pendingCost = 0;
+    const lines = this.lines;
+    this.lines = [];
+    return lines;
+  }
+
+  /** Sends what waits; a failed batch is counted as dropped (the next batch says so). */
+  private async send(end: boolean): Promise<void> {
+    const lines = this.takeLines(end);
+    const dropped = this.dropped;
     this.dropped = 0;
-    this.nextAt = Date.now() + Math.max(this.settings.flushMs, (1000 * pendingCost) / this.settings.maxBytes);
+    if (lines.length === 0 && dropped === 0 && !end) return;
+    const bytes = lines.reduce((sum, line) => sum + cost(line[2]), 0);
+    this.nextAt = Date.now() + Math.max(this.settings.flushMs, (1000 * bytes) / this.settings.maxBytes);
     try {
       await this.sink({ lines, dropped, end });
     } catch (error) {
