@@ -170,13 +170,34 @@ export class AttemptLog {
       this.pending.push({ stream, time, bytes: Buffer.from(chunk) });
       this.pendingCost += chunk.byteLength + CHUNK_OVERHEAD;
     }
-    while (this.pendingCost > this.settings.maxBytes && this.head < this.pending.length - 1)
-      this.dropOldest();
+    this.shrink();
     if (this.head > 1024 && this.head * 2 > this.pending.length) {
       this.pending = this.pending.slice(this.head);
       this.head = 0;
     }
     this.schedule(this.settings.flushMs);
+  }
+
+  /**
+   * Drops the oldest output until what waits is within the bound: whole chunks, or the front of
+   * the oldest up to a line's end (a chunk may hold more than the bound).
+   */
+  private shrink(): void {
+    while (this.pendingCost > this.settings.maxBytes && this.head < this.pending.length) {
+      const oldest = this.pending[this.head] as Pending;
+      const excess = this.pendingCost - this.settings.maxBytes;
+      const newline = oldest.bytes.indexOf(10, Math.max(0, excess - 1));
+      if (newline < 0 || newline + 1 >= oldest.bytes.length) {
+        this.dropOldest();
+        continue;
+      }
+      const cut = newline + 1;
+      // the line held for this stream continued in the bytes cut: it cannot be finished now
+      this.dropped += cut + this.splitters[oldest.stream].discard();
+      oldest.bytes = Buffer.from(oldest.bytes.subarray(cut));
+      this.pendingCost -= cut;
+      this.orphaned[oldest.stream] = false;
+    }
   }
 
   private dropOldest(): void {
