@@ -166,8 +166,10 @@ export class AttemptLog {
       last.time = time;
       this.pendingCost += chunk.byteLength;
     } else {
-      // copied: the runner's chunk may sit in a larger allocation, and small copies share slabs
-      this.pending.push({ stream, time, bytes: Buffer.from(chunk) });
+      // a pipe's chunk is an allocation of its own, kept as it is; a small one is copied (small
+      // copies share slabs) since more may be merged into it
+      const bytes = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      this.pending.push({ stream, time, bytes: bytes.length < this.mergeBytes ? Buffer.from(bytes) : bytes });
       this.pendingCost += chunk.byteLength + CHUNK_OVERHEAD;
     }
     this.shrink();
