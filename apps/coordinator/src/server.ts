@@ -134,7 +134,9 @@ export async function buildServer(
       onPool: showPool,
     }),
   );
-  await app.register((scope) => logRoutes(scope, { kernel, auth, shutdown: shutdown.signal }));
+  await app.register((scope) =>
+    logRoutes(scope, { kernel, auth, shutdown: shutdown.signal, windowMs: config.LIBOS_LONG_POLL_MS }),
+  );
   await app.register((scope) =>
     toolRoutes(scope, {
       kernel,

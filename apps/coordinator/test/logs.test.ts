@@ -149,6 +149,17 @@ describe('GET /v1/admin/processes/{pid}/logs', () => {
     expect(again.flatMap((e) => childLogPageSchema.parse(e.data).lines.map((l) => l.line))).toEqual(['last']);
   });
 
+  it('closes a quiet stream after the long-poll window, without `end`, for the client to resume', async () => {
+    const p = await running();
+    const started = Date.now();
+    const response = await fetch(`${h.coordinator.url}/v1/admin/processes/${p.pid}/logs?follow=true`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    const seen = await events(response); // the harness's window is 2 s
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(seen.map((e) => e.event)).toEqual(['page']);
+  });
+
   it('stops following when the client goes away, holding nothing', async () => {
     const p = await running();
     const hub = kernel().wakeHub;
@@ -172,7 +183,18 @@ describe('GET /v1/admin/processes/{pid}/logs', () => {
       paths: Record<string, { get: { responses: Record<string, { content: Record<string, unknown> }> } }>;
     };
     const route = doc.paths['/v1/admin/processes/{pid}/logs']?.get;
-    expect(Object.keys(route?.responses ?? {}).sort()).toEqual(['200', '400', '401', '403', '404', '503']);
+    expect(Object.keys(route?.responses ?? {}).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '408',
+      '414',
+      '431',
+      '500',
+      '503',
+    ]);
     expect(Object.keys(route?.responses['200']?.content ?? {}).sort()).toEqual([
       'application/json',
       'text/event-stream',

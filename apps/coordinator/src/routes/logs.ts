@@ -3,7 +3,6 @@ import {
   type ChildLogPage,
   childLogPageSchema,
   childLogQuerySchema,
-  errorEnvelopeSchema,
   logCursorSchema,
   pidSchema,
 } from '@libos/protocol';
@@ -13,28 +12,31 @@ import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import type { AdminAuth } from '../auth.js';
 import { HttpRefusal } from '../http-errors.js';
+import { errorResponses } from './responses.js';
 
 export interface LogRouteDeps {
   kernel: Kernel;
   auth: AdminAuth;
   /** Aborted at shutdown: open streams end (the client reconnects with its last event id). */
   shutdown: AbortSignal;
+  /**
+   * A stream lasts at most this long, as a long-poll does: then it closes without `end` and the
+   * client reconnects after its last event id (EventSource and the SDK do it themselves).
+   */
+  windowMs: number;
   /** A comment line every this often keeps proxies from closing a quiet stream. */
   keepAliveMs?: number;
 }
 
-const errors = {
-  400: errorEnvelopeSchema,
-  401: errorEnvelopeSchema,
-  403: errorEnvelopeSchema,
-  404: errorEnvelopeSchema,
-  503: errorEnvelopeSchema,
-};
+const errors = errorResponses(['unauthenticated', 'permission_denied', 'not_found', 'invalid_argument'], {
+  params: true,
+  query: true,
+});
 
 const DESCRIPTION = `A page of one attempt's child output (stdout and stderr, oldest first; default the latest attempt). \
 With \`follow=true\` the answer is \`text/event-stream\`: one \`page\` event per batch of new lines (\`data\` is a page, \`id\` its \`next\`), \
-then an \`end\` event once the attempt's log has ended, and the stream closes. A reconnect resumes after \`Last-Event-ID\` \
-(or \`after\`); close an EventSource on \`end\`.`;
+then an \`end\` event once the attempt's log has ended, and the stream closes. A stream also closes after the long-poll \
+window without \`end\`: a reconnect resumes after \`Last-Event-ID\` (or \`after\`); close an EventSource on \`end\`.`;
 
 /** `GET /v1/admin/processes/{pid}/logs`: children's output, as a page or followed live (SSE). */
 export async function logRoutes(app: FastifyInstance, deps: LogRouteDeps): Promise<void> {
@@ -70,7 +72,10 @@ export async function logRoutes(app: FastifyInstance, deps: LogRouteDeps): Promi
       const after =
         request.query.after ?? (follow ? lastEventId(request.headers['last-event-id']) : undefined);
       if (!follow) return kernel.logs.read(pid, { attempt, after, limit });
-      const signal = abortOnClose(request, reply, deps.shutdown);
+      const signal = AbortSignal.any([
+        abortOnClose(request, reply, deps.shutdown),
+        AbortSignal.timeout(deps.windowMs),
+      ]);
       const pages = kernel.logs.follow(pid, { attempt, after, limit }, signal);
       // The first page is read before anything is sent, so a refusal is still a JSON error.
       const first = await pages.next();
