@@ -25,6 +25,7 @@ import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './
 import { Launcher } from './launcher.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
+import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
 import { toolRoutes } from './routes/tools.js';
 
@@ -137,6 +138,9 @@ export async function buildServer(
       shutdown: shutdown.signal,
       onPool: showPool,
     }),
+  );
+  await app.register((scope) =>
+    logRoutes(scope, { kernel, auth, shutdown: shutdown.signal, windowMs: config.LIBOS_LONG_POLL_MS }),
   );
   await app.register((scope) =>
     toolRoutes(scope, {
