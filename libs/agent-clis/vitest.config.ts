@@ -1,0 +1,3 @@
+import { libosVitestConfig } from '../../vitest.shared.ts';
+
+export default libosVitestConfig();
