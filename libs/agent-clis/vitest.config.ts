@@ -1,3 +1,4 @@
 import { libosVitestConfig } from '../../vitest.shared.ts';
 
-export default libosVitestConfig();
+// Each test runs a real agent CLI (a few seconds each on a loaded machine).
+export default libosVitestConfig({ testTimeout: 60_000 });

@@ -3,7 +3,14 @@
 // and tool_use with input_json_delta, message_delta with usage, message_stop), the same reply as
 // one JSON body when `stream` is false, and the API's error body.
 
-import { DEFAULT_USAGE, type ModelRequest, type ModelUsage, pieces, type Reply, stringsIn } from './script.js';
+import {
+  DEFAULT_USAGE,
+  type ModelRequest,
+  type ModelUsage,
+  pieces,
+  type Reply,
+  stringsIn,
+} from './script.js';
 import type { ReplyWriter } from './sse.js';
 
 type Json = Record<string, unknown>;

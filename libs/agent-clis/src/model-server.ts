@@ -74,7 +74,11 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
   const seen: SeenRequest[] = [];
   const used: ModelRequest[] = [];
   const side = options.side ?? isSideRequest;
-  const sideReply: Reply = options.sideReply ?? { type: 'text', text: 'OK', usage: { input_tokens: 1, output_tokens: 1 } };
+  const sideReply: Reply = options.sideReply ?? {
+    type: 'text',
+    text: 'OK',
+    usage: { input_tokens: 1, output_tokens: 1 },
+  };
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   let next = 0;
   let answered = 0;
@@ -111,7 +115,8 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         return;
       }
       answered += 1;
-      const request = api === 'anthropic' ? anthropicRequest(path, body, answered) : openaiRequest(path, body, answered);
+      const request =
+        api === 'anthropic' ? anthropicRequest(path, body, answered) : openaiRequest(path, body, answered);
       let reply: Reply;
       if (side(request)) {
         record('side', request);
@@ -120,19 +125,29 @@ export async function startModelServer(options: ModelServerOptions): Promise<Mod
         const turn = options.turns[next];
         if (turn === undefined) {
           record('script exhausted', request);
-          reply = { type: 'error', status: 400, message: `scripted model: no turn left for request ${answered}` };
+          reply = {
+            type: 'error',
+            status: 400,
+            message: `scripted model: no turn left for request ${answered}`,
+          };
         } else if (turn.match !== undefined && !turn.match(request)) {
           record(`turn ${next} did not match`, request);
-          reply = { type: 'error', status: 400, message: `scripted model: request ${answered} does not match turn ${next}` };
+          reply = {
+            type: 'error',
+            status: 400,
+            message: `scripted model: request ${answered} does not match turn ${next}`,
+          };
         } else {
           record(`turn ${next}`, request);
           used.push(request);
-          next += 1;
+          if (turn.repeat !== true) next += 1;
           reply = typeof turn.reply === 'function' ? turn.reply(request) : turn.reply;
         }
       }
       const id = `${answered}_${randomBytes(4).toString('hex')}`;
-      await (api === 'anthropic' ? writeAnthropic(request, reply, id, out) : writeOpenai(request, reply, id, out));
+      await (api === 'anthropic'
+        ? writeAnthropic(request, reply, id, out)
+        : writeOpenai(request, reply, id, out));
     })().catch((error: unknown) => {
       if (!res.headersSent) out.json(500, { error: { type: 'api_error', message: String(error) } });
       else res.destroy();

@@ -2,7 +2,14 @@
 // reply as server-sent events (response.created, output_item.added/done, output_text.delta,
 // function_call_arguments.delta/done, response.completed with usage) and the API's error body.
 
-import { DEFAULT_USAGE, type ModelRequest, type ModelUsage, pieces, type Reply, stringsIn } from './script.js';
+import {
+  DEFAULT_USAGE,
+  type ModelRequest,
+  type ModelUsage,
+  pieces,
+  type Reply,
+  stringsIn,
+} from './script.js';
 import type { ReplyWriter } from './sse.js';
 
 type Json = Record<string, unknown>;
@@ -75,7 +82,12 @@ export async function writeOpenai(request: ModelRequest, reply: Reply, id: strin
     const item = { type: 'message', id: itemId, role: 'assistant', status: 'in_progress', content: [] };
     await send('response.output_item.added', { output_index: index, item });
     const part = { type: 'output_text', text: '', annotations: [] };
-    await send('response.content_part.added', { item_id: itemId, output_index: index, content_index: 0, part });
+    await send('response.content_part.added', {
+      item_id: itemId,
+      output_index: index,
+      content_index: 0,
+      part,
+    });
     const chunks = reply.type === 'text' ? reply.chunks : 1;
     for (const piece of pieces(text, chunks)) {
       if (reply.type === 'text' && reply.delayMs !== undefined) await out.pause(reply.delayMs);
@@ -92,7 +104,12 @@ export async function writeOpenai(request: ModelRequest, reply: Reply, id: strin
     }
     await send('response.output_text.done', { item_id: itemId, output_index: index, content_index: 0, text });
     const done = { ...part, text };
-    await send('response.content_part.done', { item_id: itemId, output_index: index, content_index: 0, part: done });
+    await send('response.content_part.done', {
+      item_id: itemId,
+      output_index: index,
+      content_index: 0,
+      part: done,
+    });
     const finished = { ...item, status: 'completed', content: [done] };
     await send('response.output_item.done', { output_index: index, item: finished });
     output.push(finished);
@@ -110,9 +127,17 @@ export async function writeOpenai(request: ModelRequest, reply: Reply, id: strin
     };
     await send('response.output_item.added', { output_index: index, item });
     for (const piece of pieces(args, 2)) {
-      await send('response.function_call_arguments.delta', { item_id: item.id, output_index: index, delta: piece });
+      await send('response.function_call_arguments.delta', {
+        item_id: item.id,
+        output_index: index,
+        delta: piece,
+      });
     }
-    await send('response.function_call_arguments.done', { item_id: item.id, output_index: index, arguments: args });
+    await send('response.function_call_arguments.done', {
+      item_id: item.id,
+      output_index: index,
+      arguments: args,
+    });
     const finished = { ...item, arguments: args, status: 'completed' };
     await send('response.output_item.done', { output_index: index, item: finished });
     output.push(finished);

@@ -44,6 +44,8 @@ export interface ModelRequest {
  */
 export interface Turn {
   match?: (request: ModelRequest) => boolean;
+  /** Answers every later request too (an API that keeps refusing: CLIs retry some errors). */
+  repeat?: boolean;
   reply: Reply | ((request: ModelRequest) => Reply);
 }
 
