@@ -76,8 +76,8 @@ describe('the lean entry', () => {
     expect(out.seen).toHaveLength(1); // nothing else is answered before the server is there
     release();
     const tools = await out.next(2);
-    expect(tools.id).toBe(2);
-    expect((tools.result as { tools: unknown[] }).tools.length).toBeGreaterThan(10);
+    expect(tools?.id).toBe(2);
+    expect((tools?.result as { tools: unknown[] }).tools.length).toBeGreaterThan(10);
     stdin.end();
     await served;
     expect(out.seen.map((message) => message.id)).toEqual([1, 2]); // the server's own initialize answer was dropped
