@@ -35,7 +35,7 @@ export function claudeOfflineEnv(modelUrl: string): Record<string, string> {
 }
 
 /** The variable Codex reads the scripted provider's key from. */
-export const CODEX_KEY_VAR = 'LIBOS_SCRIPTED_MODEL_KEY';
+export const CODEX_KEY_VAR = 'SCRIPTED_MODEL_KEY'; // not LIBOS_*: workers pass none of those on
 
 export function codexOfflineEnv(): Record<string, string> {
   return { [CODEX_KEY_VAR]: 'sk-scripted' };

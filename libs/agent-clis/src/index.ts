@@ -8,6 +8,7 @@ export {
   codexOfflineArgs,
   codexOfflineEnv,
 } from './clis.js';
+export { type DelegateOptions, delegatingModel, jsonIn } from './delegate.js';
 export {
   isSideRequest,
   type ModelServer,

@@ -16,12 +16,25 @@ type Json = Record<string, unknown>;
 
 /** A tool's name as the model calls it (function tools by `name`; namespaced MCP tools as `<ns>__<name>`). */
 function toolNames(tool: Json): string[] {
-  if (typeof tool.name === 'string') return [tool.name];
   if (Array.isArray(tool.tools)) {
-    const namespace = typeof tool.namespace === 'string' ? `${tool.namespace}__` : '';
+    const namespace = typeof tool.name === 'string' ? `${tool.name}__` : '';
     return (tool.tools as Json[]).flatMap((inner) => toolNames(inner).map((name) => `${namespace}${name}`));
   }
+  if (typeof tool.name === 'string') return [tool.name];
   return typeof tool.type === 'string' ? [tool.type] : [];
+}
+
+/** A namespaced tool (`mcp__libos__spawn_child_process`) as a call names it: `{namespace, name}`. */
+function callName(request: ModelRequest, name: string): { name: string; namespace?: string } {
+  for (const tool of (Array.isArray(request.body.tools) ? request.body.tools : []) as Json[]) {
+    if (tool.type !== 'namespace' || typeof tool.name !== 'string' || !name.startsWith(`${tool.name}__`))
+      continue;
+    const short = name.slice(tool.name.length + 2);
+    if ((tool.tools as Json[] | undefined)?.some((inner) => inner.name === short)) {
+      return { name: short, namespace: tool.name };
+    }
+  }
+  return { name };
 }
 
 export function openaiRequest(path: string, body: Json, index: number): ModelRequest {
@@ -121,7 +134,7 @@ export async function writeOpenai(request: ModelRequest, reply: Reply, id: strin
       type: 'function_call',
       id: `fc_${id}`,
       call_id: `call_${id}`,
-      name: reply.name,
+      ...callName(request, reply.name),
       arguments: '',
       status: 'in_progress',
     };
