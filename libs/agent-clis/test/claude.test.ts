@@ -87,7 +87,10 @@ describe('the real Claude Code through the shim', () => {
     expect(result?.reason).toBe('the answer does not satisfy the schema: $: must be object');
   });
 
-  it('cancelled mid-stream: interrupted, with the tokens of the reply cut short (from modelUsage)', async () => {
+  it('cancelled mid-stream: interrupted, with the tokens of the reply cut short', async () => {
+    // Claude's result after the interrupt carries them in `modelUsage` only (its `usage` is all
+    // zero, see libs/shim's 2.1.328 lines); a result later than the shim's grace leaves the
+    // message's own snapshot. Either way the input the model read is counted.
     const slow: Turn = {
       reply: {
         type: 'text',
@@ -99,7 +102,7 @@ describe('the real Claude Code through the shim', () => {
     };
     const { result } = await runRealShim('claude', { turns: [slow], cancelWhen: streaming });
     expect(result).toMatchObject({ status: 'interrupted', reason: 'the parent closed stdin' });
-    expect(result?.usage).toMatchObject({ prompt_tokens: 1234, cost_usd: expect.any(Number) });
+    expect(result?.usage).toMatchObject({ prompt_tokens: 1234 });
   });
 
   it('an API error: failed, named as an API error, no step counted', async () => {
