@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
-/** The coordinator's settings, from the environment (names of design/system.md where it fixes them). */
+/** The coordinator's settings, from the environment (the names of docs/api.md). */
 export const coordinatorConfigSchema = z.object({
   /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
   ...redisEnvSchema.shape,
@@ -25,6 +25,10 @@ export const coordinatorConfigSchema = z.object({
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
+  /** The most nodes one `GET /v1/admin/processes/{pid}/tree` answers (one Redis script walks them). */
+  LIBOS_TREE_MAX_NODES: int(10_000),
+  /** Candidates one page of a filtered `GET /v1/admin/processes` examines at most. */
+  LIBOS_LIST_SCAN_MAX: int(5_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

@@ -1,6 +1,6 @@
-import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
+import { type AuthenticatedCaller, type Kernel, KernelError } from '@libos/kernel';
 import {
-  errorEnvelopeSchema,
+  ERROR_CODES,
   MESSAGE_TOOLS,
   type Notice,
   noticeSchema,
@@ -14,12 +14,20 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import { ProcessAuth, presentedToken } from '../auth.js';
-import { HttpRefusal } from '../http-errors.js';
+import { HttpRefusal, sendError } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
+import { errorResponses } from './responses.js';
 
 const BLOCKING_TOOLS: readonly ToolName[] = ['wait_child_process', 'receive_process_messages'];
-const errorResponses = { 400: errorEnvelopeSchema, 401: errorEnvelopeSchema, 403: errorEnvelopeSchema };
+/** A tool call can meet any refusal of the kernel (per tool, see the tool's description). */
+const toolErrors = errorResponses(
+  ERROR_CODES.filter((code) => code !== 'internal'),
+  { body: true },
+);
+
+/** Refusals after which the caller is still a live, proven process that may learn its notices. */
+const NO_NOTICES = new Set(['unauthenticated', 'unavailable', 'internal']);
 
 export interface ToolRouteDeps {
   kernel: Kernel;
@@ -52,6 +60,20 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
     request.caller = await auth.caller(token);
     request.log = request.log.child({ pid: request.caller.pid });
   });
+  // A refused call carries the notices due as well (`error.notices`), taken in one script: an
+  // interrupt reaches its recipient at its next non-message call even when that call is refused.
+  typed.setErrorHandler(async (error, request, reply) => {
+    const caller = request.caller;
+    const code = error instanceof KernelError ? error.code : undefined;
+    const name = request.routeOptions.url?.slice('/v1/tools/'.length) as ToolName | undefined;
+    let notices: Notice[] | undefined;
+    if (caller && name && TOOL_NAMES.includes(name) && !(code && NO_NOTICES.has(code))) {
+      notices = await kernel
+        .takeNoticesOnRefusal(caller.pid, !MESSAGE_TOOLS.includes(name))
+        .catch(() => undefined);
+    }
+    return sendError(error, request, reply, notices);
+  });
   for (const name of TOOL_NAMES) {
     const tool = TOOLS[name];
     const response = (tool.result as z.ZodObject).extend({ notices: z.array(noticeSchema).optional() });
@@ -64,7 +86,7 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           security: [{ bearer: [] }],
           // An absent body is `{}`: tools whose arguments are all optional need none.
           body: z.preprocess((body) => body ?? {}, tool.args),
-          response: { 200: response, ...errorResponses },
+          response: { 200: response, ...toolErrors },
         },
       },
       async (request, reply) => {
