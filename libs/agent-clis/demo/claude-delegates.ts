@@ -26,7 +26,9 @@ async function freePort(): Promise<number> {
 }
 
 const model = await startModelServer({
-  turns: [delegatingModel({ image: 'echo', inputs: [{ query: 'first question' }, { query: 'second question' }] })],
+  turns: [
+    delegatingModel({ image: 'echo', inputs: [{ query: 'first question' }, { query: 'second question' }] }),
+  ],
 });
 const dir = await mkdtemp(join(tmpdir(), 'libos-agents-demo-'));
 // Asynchronously: the scripted model answers from this very process.
@@ -45,7 +47,9 @@ try {
     await sleep(100);
   }
   // The project's claude image as `libos images put` stores it, with the CLI this package pins.
-  const claude = JSON.parse(await readFile(repo('examples/images/claude.json'), 'utf8')) as { args: string[] };
+  const claude = JSON.parse(await readFile(repo('examples/images/claude.json'), 'utf8')) as {
+    args: string[];
+  };
   claude.args.push('--command', claudeBin());
   const images = join(dir, 'images.json');
   const echo = { command: process.execPath, args: [repo('examples/dist/children/echo.js'), '{result_file}'] };
