@@ -130,6 +130,7 @@ export class AdminOps {
           budget,
           launch: args.launch,
           th: minted?.tokenHash ?? '',
+          retention_ms: args.retention_ms ?? this.core.limits.retentionMs,
         });
         const row = rowFromFlat(reply.rest[0]);
         createHeadSchema.parse(reply.head);

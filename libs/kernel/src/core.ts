@@ -12,6 +12,7 @@ import { KernelError } from './errors.js';
 import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
+import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
 import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
@@ -35,6 +36,15 @@ export interface KernelLimits {
    * its lease).
    */
   indexBatchMs: number;
+  /**
+   * How long a terminal process is kept after its end (once nothing can still ask for it) before
+   * the retention sweep deletes it; a root may set its tree's own at creation.
+   */
+  retentionMs: number;
+  /** Processes one retention script call deletes at most. */
+  gcBatch: number;
+  /** Objects and keys one retention script call deletes at most (bounds how long it holds Redis). */
+  gcCost: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -45,6 +55,9 @@ export const DEFAULT_LIMITS: KernelLimits = {
   imageCacheMs: 1_000,
   wakeLingerMs: 10_000,
   indexBatchMs: 20,
+  retentionMs: 7 * 24 * 3600 * 1000,
+  gcBatch: 100,
+  gcCost: 2_000,
 };
 
 export interface KernelOptions {
@@ -93,6 +106,7 @@ export class KernelCore {
   readonly index: IndexWriter;
   readonly images: ImageRegistry;
   readonly limits: KernelLimits;
+  readonly retention: Retention;
   private hubInstance: WakeHub | undefined;
 
   constructor(
@@ -109,6 +123,7 @@ export class KernelCore {
       this.limits.indexBatchMs,
     );
     this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
+    this.retention = new Retention(this, options.onError ?? (() => {}));
   }
 
   get hub(): WakeHub {
@@ -118,6 +133,7 @@ export class KernelCore {
 
   async close(): Promise<void> {
     await this.index.drain();
+    await this.retention.drain();
     await this.hubInstance?.close();
     this.hubInstance = undefined;
   }
@@ -132,6 +148,7 @@ export class KernelCore {
     const sent = proof ? { ...args, th: proof.tokenHash } : args;
     const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
+    if (reply.gc) this.retention.mark(root, reply.gc);
     if (proof && reply.noticesDue) proof.noticesDue = reply.noticesDue;
     return reply;
   }

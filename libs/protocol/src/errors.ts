@@ -47,6 +47,7 @@ export const REASONS = [
   'superseded',
   'not_runnable',
   'released',
+  'deleted',
   'version_conflict',
   // input
   'no_image',

@@ -30,3 +30,17 @@ local function release_memory(pid, r)
   redis.call('DEL', ownkey(pid), hkey(pid))
   hset(pid, r, { released = 1 })
 end
+
+-- A root's memory has no parent to merge it: at its terminal transition everything it owns but
+-- its result (which the operator reads) is released, with its mailbox (nobody can read it any
+-- more). The result and the row go with the tree when its retention period ends.
+local function release_root(pid, result_oid)
+  for _, oid in ipairs(redis.call('SMEMBERS', ownkey(pid))) do
+    if oid ~= result_oid then
+      redis.call('UNLINK', okey(oid))
+      redis.call('SREM', ownkey(pid), oid)
+      redis.call('HDEL', hkey(pid), oid)
+    end
+  end
+  redis.call('UNLINK', B .. 'mm:' .. pid, B .. 'mu:' .. pid, B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid)
+end

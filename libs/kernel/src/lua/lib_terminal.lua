@@ -25,7 +25,7 @@ end
 
 terminalize = function(pid, r, status, outcome, result_oid)
   bump(pid, r, { status = status, outcome = cjson.encode(outcome), result = result_oid or '', ws = '',
-    psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '' })
+    psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '', et = now() })
   for _, oid in ipairs(jdecode(r.eph, {})) do redis.call('HDEL', hkey(pid), oid) end
   release_budget(r)
   redis.call('SPUBLISH', B .. 'x', pid .. ' ' .. status .. ' ' .. now())
@@ -33,6 +33,8 @@ terminalize = function(pid, r, status, outcome, result_oid)
     local pr = load(r.parent, CORE)
     local ws = jdecode(pr.ws, nil)
     if ws and ws.type == 'child' and ws.child_pid == pid then
+      -- the parent's durable wait is satisfied by this transition: it has waited on it
+      hset(pid, r, { wd = 1 })
       if pr.status == 'waiting_event' then
         bump(r.parent, pr, { status = 'running', ws = '' })
       else
@@ -41,13 +43,17 @@ terminalize = function(pid, r, status, outcome, result_oid)
     end
     -- An exited parent has released its unmerged child memory; a late child follows suit.
     if TERMINAL[pr.status] then release_memory(pid, r) end
+  else
+    release_root(pid, result_oid or '')
   end
   for _, c in ipairs(redis.call('ZRANGE', kkey(pid), 0, -1)) do
     local cr = load(c)
     if TERMINAL[cr.status] then
       if cr.merged ~= '1' and cr.released ~= '1' then release_memory(c, cr) end
+      retain(c, cr)
     else
       kill(c, cr, 'terminate', 'parent_terminated')
     end
   end
+  retain(pid, r)
 end

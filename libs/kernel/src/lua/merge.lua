@@ -1,4 +1,4 @@
--- needs: objects
+-- needs: objects retain
 -- merge_child_memory: once, for a direct terminal child. A: caller, child, include_child_created.
 -- Candidates are the child's own roots (and, with include_child_created, its other PROCESS
 -- objects); they change owner to the caller and keep their OIDs. Every other object the child
@@ -70,4 +70,5 @@ for _, oid in ipairs(owned) do
 end
 redis.call('DEL', ownkey(C), hkey(C))
 bump(C, c, { merged = 1 })
+retain(C, c)
 return reply({ merged_oids = merged, skipped_oids = skipped })
