@@ -107,7 +107,10 @@ export class AdminOps {
     const defaults = budgetUnits(spec?.default_budget);
     const budget: Record<string, number> = {};
     for (const dimension of BUDGET_DIMENSIONS)
-      budget[dimension] = explicit[dimension] ?? defaults[dimension] ?? -1;
+      budget[dimension] =
+        explicit[dimension] ??
+        defaults[dimension] ??
+        (dimension === 'object_bytes' ? this.core.limits.treeObjectBytes : -1);
     const cwd = normalizeAbsolute(args.cwd ?? spec?.cwd ?? '/');
     const caps = (args.capabilities ?? DEFAULT_ROOT_CAPABILITIES).map(storedCapability);
     for (let attempt = 0; ; attempt += 1) {

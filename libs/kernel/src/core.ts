@@ -20,6 +20,16 @@ import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 export interface KernelLimits {
   /** Unacknowledged messages a mailbox holds before sends are refused (`mailbox_full`). */
   mailboxMax: number;
+  /**
+   * Content bytes a mailbox holds (body and payload): a send that would take its unacknowledged
+   * messages past it is refused (`mailbox_full`, `details.bound: 'bytes'`); acknowledged ones
+   * are trimmed, oldest first, to make room.
+   */
+  mailboxMaxBytes: number;
+  /** A root's `object_bytes` budget (its tree's objects) when neither the request nor the image sets one. */
+  treeObjectBytes: number;
+  /** A child's `object_bytes` budget when neither the spawn nor its image sets one (capped by the parent's remaining). */
+  processObjectBytes: number;
   /** Acknowledged messages kept per mailbox (oldest trimmed beyond it). */
   ackedRetention: number;
   /** Largest JSON payload (object, message body+payload, spawn input) in bytes. */
@@ -49,6 +59,9 @@ export interface KernelLimits {
 
 export const DEFAULT_LIMITS: KernelLimits = {
   mailboxMax: 10_000,
+  mailboxMaxBytes: 64 * 1024 * 1024,
+  treeObjectBytes: 1024 * 1024 * 1024,
+  processObjectBytes: 64 * 1024 * 1024,
   ackedRetention: 10_000,
   maxPayloadBytes: 1_048_576,
   pollMs: 25_000,

@@ -69,7 +69,11 @@ export interface ScriptReply {
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
 const LIB_MODULES = ['caps', 'budget', 'objects', 'retain', 'terminal', 'mail', 'rows'] as const;
-const REQUIRES: Record<string, readonly string[]> = { terminal: ['budget', 'objects', 'retain'] };
+const REQUIRES: Record<string, readonly string[]> = {
+  objects: ['budget'],
+  retain: ['budget', 'objects'],
+  terminal: ['budget', 'objects', 'retain'],
+};
 
 /** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */
 export function assemble(name: string, read: (file: string) => string = luaSource): string {

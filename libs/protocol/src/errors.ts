@@ -36,6 +36,7 @@ export const REASONS = [
   'budget',
   'mailbox_full',
   'payload',
+  'redis_memory',
   // state
   'already_merged',
   'terminal',

@@ -32,11 +32,14 @@ local function drop_objects(pid, r)
   while budget > 0 do
     local oids = redis.call('SPOP', own, math.min(budget, 100))
     if #oids == 0 then return true end
+    local bytes = 0
     for _, oid in ipairs(oids) do
+      bytes = bytes + held_bytes(okey(oid))
       redis.call('UNLINK', okey(oid))
       if r.parent ~= '' then redis.call('HDEL', hkey(r.parent), oid) end
     end
     budget = budget - #oids
+    uncharge(pid, bytes)
   end
   return redis.call('EXISTS', own) == 0
 end

@@ -6,7 +6,7 @@ local B = ARGV[1]
 local ROOT = string.match(B, '{([^}]*)}:$')
 local A = cjson.decode(ARGV[2])
 local NULL = cjson.null
-local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children' }
+local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children', 'object_bytes' }
 local TERMINAL = { exited = true, failed = true, killed = true }
 local IDX = {}
 -- Retention: the earliest time a process of this tree recorded as due may be deleted (see
