@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArchiveRecord, ArchiveSink } from '@libos/kernel';
 
@@ -17,6 +17,7 @@ export function jsonlArchive(dir: string): ArchiveSink {
       lines.push(JSON.stringify(record));
       byDay.set(day, lines);
     }
+    await mkdir(dir, { recursive: true, mode: 0o700 });
     for (const [day, lines] of byDay) {
       const file = await open(join(dir, `${day}.jsonl`), 'a', 0o600);
       try {

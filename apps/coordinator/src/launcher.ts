@@ -45,8 +45,10 @@ export class Launcher {
       {
         jobId: launchJobId(launch.pid, launch.attempt),
         attempts: 1,
+        // BullMQ keeps finished jobs until told not to: bounded by age and count, so its keys
+        // do not grow with launches ever made (the kernel's rows, not the jobs, are the record).
         removeOnComplete: { age: 3600, count: 10_000 },
-        removeOnFail: { age: 7 * 24 * 3600 },
+        removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
       },
     );
     this.metrics?.launches.inc({ pool: launch.pool, attempt: launch.attempt === 1 ? 'first' : 'resumed' });

@@ -7,5 +7,6 @@ export * from './launch-queue.js';
 export * from './messages.js';
 export * from './operator.js';
 export * from './process.js';
+export * from './retention.js';
 export * from './tools.js';
 export * from './worker.js';

@@ -1,4 +1,4 @@
-import { errorEnvelopeSchema, pidSchema } from '@libos/protocol';
+import { deleteProcessResultSchema, errorEnvelopeSchema, gcReportSchema, pidSchema } from '@libos/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -32,7 +32,7 @@ export async function retentionRoutes(app: FastifyInstance, deps: RetentionRoute
         description:
           'Delete a terminal process and its whole subtree now (archived first when LIBOS_ARCHIVE_DIR is set); 409 `not_terminal` while any of it is live.',
         params: z.object({ pid: pidSchema }),
-        response: { 200: z.object({ pid: pidSchema, deleted: z.number().int() }), ...errors },
+        response: { 200: deleteProcessResultSchema, ...errors },
       },
     },
     async (request) => ({ pid: request.params.pid, ...(await deps.sweeper.deleteTree(request.params.pid)) }),
@@ -44,10 +44,7 @@ export async function retentionRoutes(app: FastifyInstance, deps: RetentionRoute
         ...common,
         description:
           'Run a retention sweep now: delete what is due in every shard no other coordinator holds.',
-        response: {
-          200: z.object({ deleted: z.number().int(), trees: z.number().int(), shards: z.number().int() }),
-          ...errors,
-        },
+        response: { 200: gcReportSchema, ...errors },
       },
     },
     async () => deps.sweeper.sweep(),

@@ -3,6 +3,8 @@ import {
   adminWaitResultSchema,
   type CreateRootInput,
   createRootResultSchema,
+  deleteProcessResultSchema,
+  gcReportSchema,
   type ImageSpecInput,
   imageViewSchema,
   listImagesResultSchema,
@@ -97,6 +99,22 @@ export class AdminClient {
         await sleep(Math.min(2000, 50 * 2 ** failures++), options.signal);
       }
     }
+  }
+  /** Delete a terminal process and its subtree now (`failed_precondition`/`not_terminal` while any of it is live). */
+  async deleteProcess(pid: string, options?: RequestOptions) {
+    return (
+      await this.http.request(
+        'DELETE',
+        `/v1/admin/processes/${enc(pid)}`,
+        deleteProcessResultSchema,
+        undefined,
+        options,
+      )
+    ).data;
+  }
+  /** Run a retention sweep now (what is due in every shard no other coordinator holds). */
+  async gc(options?: RequestOptions) {
+    return (await this.http.request('POST', '/v1/admin/gc', gcReportSchema, undefined, options)).data;
   }
   /** Read any object (e.g. a root's result) as the operator. */
   async readObject(oid: string, options?: RequestOptions) {
