@@ -38,6 +38,14 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_GC_INTERVAL_MS: int(5_000),
   /** When set: each deleted process's summary is appended to `<dir>/<YYYY-MM-DD>.jsonl` first. */
   LIBOS_ARCHIVE_DIR: z.string().min(1).optional(),
+  /** Completed launch jobs BullMQ keeps (newest; 0: none) and for how long (s): Bull Board's history. */
+  LIBOS_QUEUE_KEEP_COMPLETED: z.coerce.number().int().min(0).default(1_000),
+  LIBOS_QUEUE_KEEP_COMPLETED_S: int(3600),
+  /** Failed launch jobs BullMQ keeps (newest) and for how long (s). */
+  LIBOS_QUEUE_KEEP_FAILED: z.coerce.number().int().min(0).default(10_000),
+  LIBOS_QUEUE_KEEP_FAILED_S: int(7 * 24 * 3600),
+  /** Approximate length of each launch queue's BullMQ event stream. */
+  LIBOS_QUEUE_EVENTS_MAX: int(1_000),
   /** Bytes of messages one mailbox holds (unacknowledged and kept acknowledged ones). */
   LIBOS_MAILBOX_MAX_BYTES: int(64 * 1024 * 1024),
   /** Unacknowledged messages one mailbox holds. */

@@ -68,7 +68,13 @@ export async function buildServer(
   logger: Logger,
 ): Promise<ServerParts> {
   const metrics = createMetrics();
-  const launcher = new Launcher(queueRedis, metrics);
+  const launcher = new Launcher(queueRedis, metrics, {
+    keepCompleted: config.LIBOS_QUEUE_KEEP_COMPLETED,
+    keepCompletedSeconds: config.LIBOS_QUEUE_KEEP_COMPLETED_S,
+    keepFailed: config.LIBOS_QUEUE_KEEP_FAILED,
+    keepFailedSeconds: config.LIBOS_QUEUE_KEEP_FAILED_S,
+    eventsMaxLen: config.LIBOS_QUEUE_EVENTS_MAX,
+  });
   const shutdown = new AbortController();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,

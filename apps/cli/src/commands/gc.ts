@@ -1,3 +1,4 @@
+import type { DeleteProcessResult } from '@libos/protocol';
 import type { Command } from 'commander';
 import { adminClient, type GlobalOptions } from '../context.js';
 import { emit } from '../output.js';
@@ -18,7 +19,7 @@ export function registerGcCommands(program: Command): void {
         emit(global.json, report, () => `deleted ${report.deleted} processes in ${report.trees} trees`);
         return;
       }
-      const results = [];
+      const results: DeleteProcessResult[] = [];
       for (const pid of pids) results.push(await admin.deleteProcess(pid));
       emit(global.json, results, () =>
         results.map((r) => `${r.pid}: deleted ${r.deleted} processes`).join('\n'),
