@@ -108,17 +108,37 @@ try {
 
   let next = 0;
   let failures = 0;
+  const inFlight = new Set<string>();
+  // A run that stops making progress says which children it is stuck on, and stops.
+  let progressAt = Date.now();
+  let progressDone = 0;
+  const watchdog = setInterval(async () => {
+    if (finishedAt.length !== progressDone) {
+      progressDone = finishedAt.length;
+      progressAt = Date.now();
+      return;
+    }
+    if (Date.now() - progressAt < 60_000) return;
+    for (const pid of inFlight) {
+      const view = await cluster.admin.getProcess(pid).catch((error: unknown) => String(error));
+      console.error(`stuck on ${pid}:`, JSON.stringify(view));
+    }
+    process.exit(2);
+  }, 5_000);
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < CHILDREN) {
         next++;
         const child = await client.spawn({ goal: 'trivial', image: 'stamp' });
+        inFlight.add(child.pid);
         const done = await client.wait({ child_pid: child.pid });
+        inFlight.delete(child.pid);
         if (done.status !== 'exited') failures++;
         finishedAt.push(Date.now());
       }
     }),
   );
+  clearInterval(watchdog);
   const ranMs = Date.now() - started;
   const peak = samples.reduce((m, s) => (s.used_memory > m.used_memory ? s : m), samples[0] ?? baseline);
 

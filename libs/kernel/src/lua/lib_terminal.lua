@@ -33,8 +33,6 @@ terminalize = function(pid, r, status, outcome, result_oid)
     local pr = load(r.parent, CORE)
     local ws = jdecode(pr.ws, nil)
     if ws and ws.type == 'child' and ws.child_pid == pid then
-      -- the parent's durable wait is satisfied by this transition: it has waited on it
-      hset(pid, r, { wd = 1 })
       if pr.status == 'waiting_event' then
         bump(r.parent, pr, { status = 'running', ws = '' })
       else
