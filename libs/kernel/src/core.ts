@@ -70,7 +70,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   indexBatchMs: 20,
   retentionMs: 7 * 24 * 3600 * 1000,
   gcBatch: 100,
-  gcCost: 2_000,
+  gcCost: 500,
 };
 
 export interface KernelOptions {
