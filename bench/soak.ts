@@ -48,6 +48,8 @@ const cluster = await Cluster.start({
   fsync: 'everysec',
   workers: Number(values.workers),
   concurrency: Number(values['worker-concurrency']),
+  // a loaded host delays renewals: a longer lease than the default keeps children from going stale
+  workerEnv: { LIBOS_LEASE_MS: '30000' },
   coordinatorEnv: {
     LIBOS_RETENTION_MS: String(RETENTION_MS),
     LIBOS_GC_INTERVAL_MS: '1000',
@@ -109,16 +111,26 @@ try {
   let next = 0;
   let failures = 0;
   const inFlight = new Set<string>();
-  // A run that stops making progress says which children it is stuck on, and stops.
+  // On a loaded host a worker may miss its lease: the child is paused (stale_execution) and never
+  // ends by itself. Those are ended by the operator and counted; a run stuck otherwise stops.
   let progressAt = Date.now();
   let progressDone = 0;
+  let stale = 0;
   const watchdog = setInterval(async () => {
     if (finishedAt.length !== progressDone) {
       progressDone = finishedAt.length;
       progressAt = Date.now();
-      return;
     }
-    if (Date.now() - progressAt < 60_000) return;
+    for (const pid of inFlight) {
+      const view = await cluster.admin.getProcess(pid).catch(() => undefined);
+      if (view?.status === 'paused' && view.pause_reason === 'stale_execution') {
+        stale++;
+        await cluster.admin
+          .signalProcess(pid, 'terminate', 'soak: stale after a missed lease')
+          .catch(() => {});
+      }
+    }
+    if (Date.now() - progressAt < 120_000) return;
     for (const pid of inFlight) {
       const view = await cluster.admin.getProcess(pid).catch((error: unknown) => String(error));
       console.error(`stuck on ${pid}:`, JSON.stringify(view));
@@ -174,6 +186,7 @@ try {
   const result = {
     children: finishedAt.length,
     failures,
+    stale_terminated: stale,
     retention_ms: RETENTION_MS,
     client_concurrency: CONCURRENCY,
     workers: Number(values.workers),

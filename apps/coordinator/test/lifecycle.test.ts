@@ -19,7 +19,9 @@ beforeAll(async () => {
     {
       LIBOS_ARCHIVE_DIR: archiveDir,
       LIBOS_GC_INTERVAL_MS: '3600000',
+      // read on demand (memoryGuard.refresh), with a low mark so Redis keeps ample room above it
       LIBOS_REDIS_MEMORY_CHECK_MS: '3600000',
+      LIBOS_REDIS_MEMORY_HIGH_WATER: '0.5',
     },
     { own: true },
   );
@@ -120,6 +122,9 @@ describe('retention over HTTP', () => {
     expect(await redis.keys(`libos:{${root.pid}}:*`)).toEqual([]);
     const lines = await archived();
     expect(lines.filter((line) => [root.pid, child.pid].includes(line.pid))).toHaveLength(2);
+    // the SDK's calls for the same routes
+    await expect(h.admin.deleteProcess(root.pid)).rejects.toMatchObject({ code: 'not_found' });
+    expect(await h.admin.gc()).toMatchObject({ deleted: 0 });
   });
 });
 
@@ -130,8 +135,8 @@ describe('the Redis memory guard', () => {
     const inFlight = await parent.spawn({ goal: 'in flight', image: 'echo' });
 
     const used = Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
-    // 95% full: over the 90% mark, yet Redis itself still accepts writes (noeviction refuses at 100%)
-    await redis.config('SET', 'maxmemory', String(Math.floor(used / 0.95)));
+    // 60% full: over the 50% mark, with room left before Redis itself refuses writes (noeviction, at 100%)
+    await redis.config('SET', 'maxmemory', String(Math.floor(used / 0.6)));
     try {
       await h.coordinator.memoryGuard.refresh();
       const refused = await raw(h.coordinator.url, '/v1/tools/spawn_child_process', {
@@ -176,5 +181,31 @@ describe('the Redis memory guard', () => {
     const accepted = await parent.spawn({ goal: 'after', image: 'echo' });
     expect(accepted.status).toBe('runnable');
     expect((await raw(h.coordinator.url, '/metrics')).text).toMatch(/^libos_redis_memory_guard 0$/m);
+  });
+});
+
+describe('Redis at its maxmemory', () => {
+  it('refuses a write as 503 unavailable/redis_memory with nothing written, before the guard has read it', async () => {
+    const root = await h.admin.createProcess({ goal: 'full redis' });
+    const before = await h.as(root.token!).getProcess({});
+    await redis.config('SET', 'maxmemory', '1');
+    let refused: Awaited<ReturnType<typeof raw>>;
+    try {
+      // the guard has not read Redis since: Redis's own refusal is what answers
+      refused = await raw(h.coordinator.url, '/v1/tools/create_object', {
+        method: 'POST',
+        token: root.token!,
+        body: JSON.stringify({ payload: 'new' }),
+      });
+    } finally {
+      await redis.config('SET', 'maxmemory', '0');
+    }
+    expect(refused.status).toBe(503);
+    expect(refused.body).toMatchObject({
+      error: { code: 'unavailable', details: { reason: 'redis_memory' } },
+    });
+    const after = await h.as(root.token!).getProcess({});
+    expect(after.state_generation).toBe(before.state_generation);
+    await expect(h.admin.readObject(`${root.pid}/o2`)).rejects.toMatchObject({ code: 'not_found' });
   });
 });
