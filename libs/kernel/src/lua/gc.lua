@@ -15,8 +15,8 @@
 -- its parent's child set (the parent counts it in `dk`) and its due entry; the root's deletion
 -- also deletes the tree's counters. Object payloads and mailboxes are UNLINKed (freed off the
 -- main thread). A process with more objects than `cost` allows is finished by the next call.
--- Refusals: failed_precondition/not_terminal (tree, purge: pid or a descendant is live; nothing
--- deleted by this call); not_found (tree, purge: no such process).
+-- Refusals: failed_precondition/not_terminal (tree, purge: pid, or a descendant in this call's
+-- batch, is live; nothing deleted by this call); not_found (tree, purge: no such process).
 -- Reply head: {deleted: [pid], next: ms|nil (when the next due process may go), v (the due-set
 -- version read), gone: bool (the tree is deleted), more: bool (work left within reach now)};
 -- peek and tree also return, per process, its flat row and the JSON of its lineage (ancestors,
@@ -148,6 +148,8 @@ local head = {}
 if A.op == 'peek' then
   return summaries(head, due_now())
 elseif A.op == 'tree' or A.op == 'purge' then
+  -- the target first: a large subtree's first batch does not reach it (children come first)
+  require_terminal({ A.pid })
   local pids = subtree(A.pid)
   require_terminal(pids)
   if A.op == 'tree' then return summaries(head, pids) end
