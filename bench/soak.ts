@@ -63,9 +63,15 @@ await redis.config('SET', 'slowlog-log-slower-than', '1000');
 await redis.config('SET', 'slowlog-max-len', '1024');
 await redis.slowlog('RESET');
 
-async function measure(): Promise<{ used_memory: number; keys: number }> {
+async function measure(): Promise<{ used_memory: number; dataset: number; keys: number }> {
   const info = await redis.info('memory');
-  return { used_memory: Number(/^used_memory:(\d+)/m.exec(info)?.[1]), keys: await redis.dbsize() };
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
+  // dataset: used_memory less Redis's own overhead (client buffers, the script cache, AOF buffers)
+  return {
+    used_memory: field('used_memory'),
+    dataset: field('used_memory_dataset'),
+    keys: await redis.dbsize(),
+  };
 }
 
 try {
@@ -200,6 +206,7 @@ try {
     end,
     end_vs_baseline: {
       used_memory: +(end.used_memory / baseline.used_memory).toFixed(3),
+      dataset: +(end.dataset / baseline.dataset).toFixed(3),
       keys: +(end.keys / baseline.keys).toFixed(3),
     },
     settled_s: +(settledMs / 1000).toFixed(1),
