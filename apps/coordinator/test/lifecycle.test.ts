@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 /** Run a spawned child as a worker would, through the coordinator's kernel. */
-async function finish(pid: string, report: unknown = 'ok') {
+async function finish(pid: string, report = 'ok') {
   const { kernel } = h.coordinator;
   const minted = mintToken(pid);
   const claimed = await kernel.worker.claim(pid, 1, {
