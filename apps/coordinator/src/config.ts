@@ -59,6 +59,10 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_REDIS_MEMORY_HIGH_WATER: z.coerce.number().gt(0).max(1).default(0.9),
   /** How often Redis memory is read (one INFO memory per interval). */
   LIBOS_REDIS_MEMORY_CHECK_MS: int(1_000),
+  /** The most nodes one `GET /v1/admin/processes/{pid}/tree` answers (one Redis script walks them). */
+  LIBOS_TREE_MAX_NODES: int(10_000),
+  /** Candidates one page of a filtered `GET /v1/admin/processes` examines at most. */
+  LIBOS_LIST_SCAN_MAX: int(5_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

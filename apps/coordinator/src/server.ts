@@ -155,6 +155,9 @@ export async function buildServer(
       mailboxMax: config.LIBOS_MAILBOX_MAX,
       mailboxMaxBytes: config.LIBOS_MAILBOX_MAX_BYTES,
       treeObjectBytes: config.LIBOS_TREE_OBJECT_BYTES,
+      treeMaxNodes: config.LIBOS_TREE_MAX_NODES,
+      treeDefaultNodes: Math.min(2_000, config.LIBOS_TREE_MAX_NODES),
+      listScanMax: config.LIBOS_LIST_SCAN_MAX,
     },
     onLaunch: async (launch) => {
       showPool(launch.pool);

@@ -26,6 +26,8 @@ export const TREE_SCRIPTS = [
   'complete',
   'recover',
   'gc',
+  'tree',
+  'mail_peek',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 
@@ -35,7 +37,7 @@ function luaSource(name: string): string {
   return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 }
 
-const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number()]);
+const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number(), z.number().optional()]);
 export type IndexRecord = z.infer<typeof indexRecordSchema>;
 
 const gcMarkSchema = z.object({ at: z.number(), v: z.number() });
@@ -68,7 +70,7 @@ export interface ScriptReply {
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
-const LIB_MODULES = ['caps', 'budget', 'objects', 'retain', 'terminal', 'mail', 'rows'] as const;
+const LIB_MODULES = ['caps', 'budget', 'objects', 'retain', 'terminal', 'mail', 'rows', 'attempts'] as const;
 const REQUIRES: Record<string, readonly string[]> = {
   objects: ['budget'],
   retain: ['budget', 'objects'],

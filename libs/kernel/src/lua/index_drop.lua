@@ -12,6 +12,7 @@ for _, pid in ipairs(cjson.decode(ARGV[2])) do
     dropped = dropped + 1
   end
   redis.call('ZREM', base .. 'all', pid)
+  redis.call('ZREM', base .. 'roots', pid)
   redis.call('ZREM', base .. 'leases', pid)
 end
 return dropped
