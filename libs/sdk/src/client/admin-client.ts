@@ -10,8 +10,8 @@ import {
   type CreateRootInput,
   createRootResultSchema,
   deleteProcessResultSchema,
-  gcReportSchema,
   describeResultSchema,
+  gcReportSchema,
   type ImageSpecInput,
   imageViewSchema,
   type ListProcessesInput,
@@ -122,6 +122,7 @@ export class AdminClient {
   /** Run a retention sweep now (what is due in every shard no other coordinator holds). */
   async gc(options?: RequestOptions) {
     return (await this.http.request('POST', '/v1/admin/gc', gcReportSchema, undefined, options)).data;
+  }
   /** A process's mailbox, acknowledged and unread (filters of read_process_messages); never acknowledges. */
   async processMessages(pid: string, query: AdminMessagesQuery = {}, options?: RequestOptions) {
     const path = `/v1/admin/processes/${enc(pid)}/messages${queryString(query)}`;
