@@ -6,6 +6,7 @@ import { registerClusterCommands } from './commands/cluster.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerGcCommands } from './commands/gc.js';
 import { registerImageCommands } from './commands/images.js';
+import { registerLogCommands } from './commands/logs.js';
 import { registerMessageCommands } from './commands/messages.js';
 import { registerProcessCommands } from './commands/processes.js';
 import { PASSTHROUGH_COMMANDS, PASSTHROUGH_HELP } from './commands/tools.js';
@@ -80,6 +81,7 @@ if (passthrough) {
   registerClusterCommands(program);
   registerImageCommands(program);
   registerProcessCommands(program);
+  registerLogCommands(program);
   registerMessageCommands(program);
   registerGcCommands(program);
   registerDemoCommand(program);

@@ -28,6 +28,7 @@ import { Launcher } from './launcher.js';
 import { MemoryGuard } from './memory-guard.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
+import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
 import { toolRoutes } from './routes/tools.js';
@@ -175,6 +176,9 @@ export async function buildServer(
       shutdown: shutdown.signal,
       onPool: showPool,
     }),
+  );
+  await app.register((scope) =>
+    logRoutes(scope, { kernel, auth, shutdown: shutdown.signal, windowMs: config.LIBOS_LONG_POLL_MS }),
   );
   await app.register((scope) =>
     toolRoutes(scope, {

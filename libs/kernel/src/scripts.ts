@@ -28,6 +28,8 @@ export const TREE_SCRIPTS = [
   'gc',
   'tree',
   'mail_peek',
+  'log_append',
+  'log_read',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 

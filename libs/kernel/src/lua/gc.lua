@@ -48,8 +48,8 @@ end
 local function drop(pid, r)
   if not drop_objects(pid, r) then return false end
   local keys = { pkey(pid), hkey(pid), ownkey(pid), kkey(pid), B .. 'mm:' .. pid, B .. 'mu:' .. pid,
-    B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid }
-  -- child logs: <base>log:<pid>:<attempt><suffix>, one set per attempt
+    B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid, B .. 'logm:' .. pid }
+  -- child logs (log_append.lua): the stream <base>log:<pid>:<attempt> per attempt, logm:<pid>
   for a = 0, tonumber(r.attempt or '0') or 0 do
     for _, suffix in ipairs(LOG_SUFFIXES) do keys[#keys + 1] = B .. 'log:' .. pid .. ':' .. a .. suffix end
   end
