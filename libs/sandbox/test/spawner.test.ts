@@ -61,15 +61,15 @@ describe('a launch through the spawner', () => {
   });
 
   it('a launch whose fence passes without a beat is killed by the watchdog; a beaten one runs on', async () => {
-    let lateUid: number | undefined;
+    let latePid: number | undefined;
     const late = launch('sleep 30', { id: 'late', deadline: monotonicMs() + 400 }, (control) => {
-      lateUid = control.pid;
+      latePid = control.pid;
     });
     const kept = launch(`sleep 1; out=kept; ${RESULT}`, { id: 'kept', deadline: monotonicMs() + 400 });
     const beat = setInterval(() => spawner.beat('kept', monotonicMs() + 400), 100);
     const [lateResult, keptResult] = await Promise.all([late, kept]);
     clearInterval(beat);
-    expect(lateUid).toBeDefined();
+    expect(latePid).toBeDefined();
     expect(fired).toEqual(['late']);
     expect(lateResult.terminal.type).not.toBe('captured');
     expect(keptResult.report).toBe('kept');
