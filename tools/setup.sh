@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh Debian machine with Node 20 for libos: redis-server (the embedded cluster and
 # the tests start their own), bubblewrap (every child runs in a sandbox of its own), Chromium
-# (the journal viewer's tests drive it), the npm dependencies, and a build of every package.
+# (the journal viewer's tests drive it) and the npm dependencies. `npm run demo`, `npm test` and
+# `npm run build` build what they need (once: Nx caches builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -14,4 +15,3 @@ if [ ${#need[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 npm ci --no-audit --no-fund
-NX_DAEMON=false npx nx run-many -t build

@@ -4,7 +4,7 @@ import { z } from 'zod';
 
 const int = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
-/** The coordinator's settings, from the environment (names of design/system.md where it fixes them). */
+/** The coordinator's settings, from the environment (the names of docs/api.md). */
 export const coordinatorConfigSchema = z.object({
   /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
   ...redisEnvSchema.shape,

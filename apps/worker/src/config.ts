@@ -5,7 +5,7 @@ import { type IsolationConfig, isolationConfig, isolationEnvShape } from './isol
 
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 
-/** The worker's environment variables (names of design/system.md where it fixes them). */
+/** The worker's environment variables (the names of docs/api.md). */
 export const workerEnvSchema = z.object({
   /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
   ...redisEnvSchema.shape,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * A worker sends a launched child `{goal, pid, parent_pid, input, ...}` (design/system.md), with
+ * A worker sends a launched child `{goal, pid, parent_pid, input, ...}` (docs/api.md), with
  * the spawn's input as `input`, while `contractRunner` sends the agent call's input as it is. A
  * child meant for both runners reads the call's input through this.
  */

@@ -92,7 +92,7 @@ describe('TOOLS', () => {
 });
 
 describe('errors', () => {
-  it('maps the codes of system.md to their HTTP statuses', () => {
+  it('maps the codes of docs/api.md to their HTTP statuses', () => {
     expect(HTTP_STATUS_BY_CODE).toEqual({
       invalid_argument: 400,
       unauthenticated: 401,

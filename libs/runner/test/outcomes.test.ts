@@ -18,7 +18,7 @@ const run = (
 ) =>
   contractRun({ ...launch, input: { query: 'q' }, kind: 'probe', id: 'test-1', deadlineMs: 5_000, ...more });
 
-describe('contractRun: the seed examples', () => {
+describe('contractRun: the examples of the contract specification', () => {
   it('a shell child returns an accounted report', async () => {
     const child = [
       'read request',

@@ -13,7 +13,7 @@ const USAGE =
   '"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10,"prompt_cache_hit_tokens":0,"prompt_cache_miss_tokens":7}';
 
 describe('contractRunner', () => {
-  it('runs the seed example: a shell child returns an accounted workflow report', async () => {
+  it('runs the example of the contract specification: a shell child returns an accounted workflow report', async () => {
     const wf = new Workflow({
       runner: contractRunner({ launch: () => shChild(COMPLETED_READY) }),
       maxCalls: 1,

@@ -161,7 +161,9 @@ export function registerDemoCommand(program: Command): void {
             const payload = done.result_oid
               ? (await parent.readObject({ oid: done.result_oid })).payload
               : null;
-            say(`  ${paint('grey', '■')} ${child.pid} ${paintStatus(done.status)}`);
+            say(
+              `  ${paint('grey', '■')} ${child.pid} ${paintStatus(done.status)} ${paint('grey', preview(payload))}`,
+            );
             return { pid: child.pid, status: done.status, outcome: done.outcome, result: payload };
           }),
         );
@@ -178,16 +180,24 @@ export function registerDemoCommand(program: Command): void {
 
         const tree = await treeOf(admin, root.pid);
         const ok = results.filter((r) => r.status === 'exited').length;
-        emit(global.json, { root: root.pid, results, merges, tree, dashboard: `${url}/admin/queues` }, () =>
-          [
-            '',
-            processTree(tree, { budgets: true }),
-            '',
-            `${paint(ok === count ? 'green' : 'red', `${ok}/${count} children exited`)}; results read, then merged.`,
-            `dashboard: ${url}/admin/queues (user admin, password: the admin token in ${stateDir(global.dir)}/admin-token)${
-              embedded && !opts.keep ? '; this cluster stops now: `libos demo --keep` leaves it up' : ''
-            }`,
-          ].join('\n'),
+        const dashboard = embedded && !opts.keep ? undefined : `${url}/admin/queues`;
+        emit(
+          global.json,
+          { root: root.pid, results, merges, tree, ...(dashboard ? { dashboard } : {}) },
+          () =>
+            [
+              '',
+              processTree(tree, { budgets: true }),
+              '',
+              paint(
+                'grey',
+                'budgets are used/limit; a parent counts its subtree: its wall_ms is the sum of its children’s wall time, which ran in parallel',
+              ),
+              `${paint(ok === count ? 'green' : 'red', `${ok}/${count} children exited`)}; results read, then merged.`,
+              embedded && !opts.keep
+                ? 'this cluster stops now: `libos demo --keep` leaves it up (with its dashboard)'
+                : `dashboard: ${url}/admin/queues (user admin, password: the admin token in ${stateDir(global.dir)}/admin-token)`,
+            ].join('\n'),
         );
         if (ok !== count) process.exitCode = 1;
       } finally {
@@ -197,4 +207,11 @@ export function registerDemoCommand(program: Command): void {
       kept = true;
       if (embedded && opts.keep) await embedded.exited;
     });
+}
+
+/** A result's JSON on one line, cut to fit beside its pid. */
+function preview(payload: unknown): string {
+  if (payload === null || payload === undefined) return '';
+  const text = JSON.stringify(payload);
+  return text.length > 72 ? `${text.slice(0, 71)}…` : text;
 }
