@@ -47,7 +47,7 @@ export async function startWorker(
   // a host that cannot contain, before any launch is taken.
   let metrics: ReturnType<typeof createWorkerMetrics> | undefined;
   const running = new Set<ChildSignals>();
-  const spawning = Spawner.start(config.isolation.sandbox, inheritedEnvironment(process.env), {
+  const spawning = Spawner.start(config.isolation.sandbox, process.env, {
     onFired: (fired) => {
       metrics?.watchdogKills.inc();
       log.warn(

@@ -34,9 +34,11 @@ try {
   send({ ev: 'fatal', message: error instanceof Error ? error.message : String(error) });
   process.exit(1);
 }
+// fd 3 is the worker's pipe of beats, handed on to the watchdog (see Spawner).
 const watchdog = new Watchdog(
   (fired) => send({ ev: 'fired', fence: fired.id, lateMs: fired.lateMs, killed: fired.killed }),
   (reason) => send({ ev: 'watchdog', reason }),
+  3,
 );
 
 function run(request: RunRequest): void {

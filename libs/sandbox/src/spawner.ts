@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
+import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type ContractRunResult, classifyLaunch } from '@libos/contract';
 import { ContractRunAbortedError, type ContractRunOptions, type LaunchControl } from '@libos/runner';
@@ -42,6 +43,7 @@ const SCRIPT = new URL(`./spawner-process.${import.meta.url.endsWith('.ts') ? 't
  */
 export class Spawner {
   #proc!: ChildProcess;
+  #beats: Writable | undefined;
   #ready!: Promise<void>;
   #nextId = 1;
   readonly #pending = new Map<number, Pending>();
@@ -59,7 +61,9 @@ export class Spawner {
 
   /**
    * Starts the spawner and waits until it has probed the host. Rejects with its message when
-   * `strict` cannot be enforced. `env` is the spawner's own (TMPDIR, PATH): never a secret.
+   * `strict` cannot be enforced. Of `env` the spawner gets only `PATH` and the temp dir variables:
+   * it holds none of the worker's settings or secrets (each child's environment comes with its
+   * launch).
    */
   static async start(
     settings: SandboxSettings,
@@ -123,8 +127,14 @@ export class Spawner {
     });
   }
 
-  /** The launch's lease was renewed: its watchdog deadline moves to `deadline` (only ever later). */
+  /**
+   * The launch's lease was renewed: its watchdog deadline moves to `deadline` (only ever later).
+   * Written to the watchdog directly (fd 3 of the spawner, handed on to it), so a spawner whose
+   * event loop is busy forking cannot hold a renewal back; and to the spawner, which re-arms a
+   * restarted watchdog with it.
+   */
   beat(fence: string, deadline: number): void {
+    this.#beats?.write(`${JSON.stringify({ op: 'beat', id: fence, deadline })}\n`);
     this.#send({ op: 'beat', fence, deadline });
   }
 
@@ -135,6 +145,7 @@ export class Spawner {
     if (proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
     proc.stdin?.end();
+    this.#beats?.end();
     await exited;
   }
 
@@ -148,10 +159,13 @@ export class Spawner {
     const proc = spawn(
       process.execPath,
       [...execArgv, '--max-semi-space-size=2', fileURLToPath(SCRIPT), JSON.stringify(this.settings)],
-      { stdio: ['pipe', 'pipe', 'inherit'], detached: true, env: { ...this.env } },
+      { stdio: ['pipe', 'pipe', 'inherit', 'pipe'], detached: true, env: spawnerEnvironment(this.env) },
     );
     this.#proc = proc;
     proc.stdin?.on('error', () => undefined);
+    const beats = proc.stdio[3];
+    this.#beats = beats && 'write' in beats ? beats : undefined;
+    this.#beats?.on('error', () => undefined);
     let onReady: () => void = () => undefined;
     let onFatal: (error: Error) => void = () => undefined;
     this.#ready = new Promise<void>((resolve, reject) => {
@@ -286,4 +300,14 @@ class RemoteControl implements LaunchControl {
   end(): void {
     this.#live = false;
   }
+}
+
+/** What the spawner's own environment keeps: where programs and temp files are. */
+function spawnerEnvironment(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of ['PATH', 'TMPDIR', 'TMP', 'TEMP']) {
+    const value = env[name];
+    if (value !== undefined) kept[name] = value;
+  }
+  return kept;
 }

@@ -31,7 +31,11 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function launch(script: string, fence?: { id: string; deadline: number }, onSpawn?: (c: LaunchControl) => void) {
+function launch(
+  script: string,
+  fence?: { id: string; deadline: number },
+  onSpawn?: (c: LaunchControl) => void,
+) {
   return spawner.run({
     command: 'sh',
     args: ['-c', `read -r request; ${script}`, 'sh', '{result_file}'],
@@ -75,6 +79,26 @@ describe('a launch through the spawner', () => {
     expect(keptResult.report).toBe('kept');
   });
 
+  it('beats reach the watchdog directly: a stopped spawner does not hold them back', async () => {
+    let pid: number | undefined;
+    const kept = launch(
+      `sleep 1.5; out=kept; ${RESULT}`,
+      { id: 'direct', deadline: monotonicMs() + 400 },
+      (c) => {
+        pid = c.pid;
+      },
+    );
+    await eventually(() => pid !== undefined);
+    const beat = setInterval(() => spawner.beat('direct', monotonicMs() + 400), 100);
+    process.kill(spawner.pid ?? 0, 'SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, 2_500)); // past the first deadline
+    process.kill(spawner.pid ?? 0, 'SIGCONT');
+    const result = await kept;
+    clearInterval(beat);
+    expect(fired).not.toContain('direct');
+    expect(result.report).toBe('kept');
+  });
+
   it('a spawner that dies takes its children with it; their launches fail and another starts', async () => {
     let control: LaunchControl | undefined;
     const running = launch('sleep 30', undefined, (c) => {
@@ -86,7 +110,10 @@ describe('a launch through the spawner', () => {
     expect(uids.size).toBe(1);
     process.kill(spawner.pid ?? 0, 'SIGKILL');
     const result = await running;
-    expect(result.terminal).toMatchObject({ type: 'failed', reason: expect.stringContaining('spawner exited') });
+    expect(result.terminal).toMatchObject({
+      type: 'failed',
+      reason: expect.stringContaining('spawner exited'),
+    });
     const [uid] = [...uids];
     await eventually(() => processesOfUid(uid ?? 0).length === 0);
     // The next launch runs in the spawner started in its place.
