@@ -5,13 +5,14 @@
 //   local none   contractRun in this process, unconfined (the launch path before the spawner)
 //   local strict contractRun in this process, in its sandbox (uid, bwrap, cgroups, rlimits)
 //   spawner none / spawner strict   Spawner.run: the runner and sandbox in the spawner process
-// For each: children/s, this process's event loop busy time per launch (eventLoopUtilization),
+// For each: children/s, the time this process's event loop spends blocked in spawn calls per
+// launch (the fork), its busy time per launch (eventLoopUtilization),
 // the longest event-loop stall seen (monitorEventLoopDelay max), CPU per child by part (this
 // process, the spawner, the children and their launchers), and launch latency at concurrency 1
 // (call → the child's first instruction, from its own clock).
 //   node --import tsx --conditions=@libos/source bench/spawner.ts [--children N] [--rounds N]
 // Needs root, bubblewrap and writable cgroups for the strict modes (what CI has).
-import { spawn } from 'node:child_process';
+import { ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -64,6 +65,19 @@ const launch = (i: number) => ({
   deadlineMs: 30_000,
   env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
 });
+
+// The synchronous part of every spawn in this process (the fork, and the wait for the child's
+// exec): the time this event loop is blocked by launching.
+let forkBlockMs = 0;
+const ownSpawn = ChildProcess.prototype.spawn;
+ChildProcess.prototype.spawn = function (this: ChildProcess, ...args: Parameters<typeof ownSpawn>) {
+  const at = performance.now();
+  try {
+    return ownSpawn.apply(this, args);
+  } finally {
+    forkBlockMs += performance.now() - at;
+  }
+};
 
 const strictSandbox = Sandbox.create(settings('strict'));
 const spawners = {
@@ -134,6 +148,7 @@ async function pool(count: number, concurrency: number, task: (i: number) => Pro
 
 interface Round {
   perS: number;
+  forkBlockMs: number;
   loopBusyMs: number;
   stallMaxMs: number;
   cpu: { worker: number; spawner: number; children: number };
@@ -146,6 +161,7 @@ async function throughput(name: string): Promise<Round> {
   const stalls = monitorEventLoopDelay({ resolution: 1 });
   stalls.enable();
   const elu = performance.eventLoopUtilization();
+  const forkBefore = forkBlockMs;
   const started = performance.now();
   await pool(N, CONCURRENCY, one);
   const seconds = (performance.now() - started) / 1000;
@@ -159,6 +175,7 @@ async function throughput(name: string): Promise<Round> {
     (after.spawner && before.spawner ? after.spawner.children - before.spawner.children : 0);
   return {
     perS: N / seconds,
+    forkBlockMs: (forkBlockMs - forkBefore) / N,
     loopBusyMs: busy.active / N,
     stallMaxMs: stalls.max / 1e6,
     cpu: { worker: (after.self.self - before.self.self) / N, spawner: spawnerCpu / N, children: kids / N },
@@ -195,8 +212,8 @@ try {
   const lines = [
     `${N} children a round × ${ROUNDS} interleaved rounds, concurrency ${CONCURRENCY}; medians of the rounds. Latency: ${LATENCY} launches one at a time.`,
     '',
-    '| mode | children/s | ÷ bare spawn | ÷ bare execa | loop busy / launch (ms) | longest stall (ms) | CPU/child: this process | spawner | children + launchers | total | call → child start p50 / p99 (ms) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| mode | children/s | ÷ bare spawn | ÷ bare execa | fork block / launch (ms) | loop busy / launch (ms) | longest stall (ms) | CPU/child: this process | spawner | children + launchers | total | call → child start p50 / p99 (ms) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...Object.keys(modes).map((name) => {
       const rs = rounds[name]!;
       const m = (pick: (r: Round) => number) => median(rs.map(pick));
@@ -205,7 +222,7 @@ try {
       return `| ${name} | ${f(
         m((r) => r.perS),
         0,
-      )} | ${f(m((r) => r.perS) / bare)} | ${f(m((r) => r.perS) / execaRate)} | ${f(m((r) => r.loopBusyMs))} | ${f(
+      )} | ${f(m((r) => r.perS) / bare)} | ${f(m((r) => r.perS) / execaRate)} | ${f(m((r) => r.forkBlockMs))} | ${f(m((r) => r.loopBusyMs))} | ${f(
         m((r) => r.stallMaxMs),
         1,
       )} | ${f(m((r) => r.cpu.worker))} | ${f(m((r) => r.cpu.spawner))} | ${f(m((r) => r.cpu.children))} | ${f(total)} | ${f(pct(l, 50), 1)} / ${f(pct(l, 99), 1)} |`;
