@@ -2,7 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import { Kernel } from '@libos/kernel';
 import { errorEnvelope, jsonValueSchema } from '@libos/protocol';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RawServerDefault } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type RawServerDefault,
+} from 'fastify';
 import {
   createJsonSchemaTransform,
   createJsonSchemaTransformObject,
@@ -56,7 +61,7 @@ export async function buildServer(
     loggerInstance: logger,
     // Fastify's two lines per request go at info; two requests per child made them a measurable
     // share of a trivial child's CPU. One line per request, at debug, is logged below instead.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
     // Refused below with the error envelope, as every other answer.
     return503OnClosing: false,

@@ -43,7 +43,7 @@ export function isAlive(pid: number): boolean {
 }
 
 /** Polls until every pid is gone or `ms` pass (SIGKILL delivery is quick but not instant). */
-export async function allGone(pids: number[], ms = 1000): Promise<boolean> {
+export async function allGone(pids: number[], ms = 5_000): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (pids.every((pid) => !isAlive(pid))) return true;

@@ -9,10 +9,24 @@ import { CliError } from '../errors.js';
 import { emit, paint } from '../output.js';
 
 /** Resolves on the first SIGINT or SIGTERM. */
-function untilStopped(): Promise<NodeJS.Signals> {
+/**
+ * Resolves at the first SIGINT, SIGTERM or SIGHUP (a graceful stop). A second one exits at once:
+ * `process.exit` runs the exit hooks that SIGKILL every child's process group, where the default
+ * action of an unhandled signal would leave them running.
+ */
+function untilStopped(what: string): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
+    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (!stopping) {
+        stopping = true;
+        process.stderr.write(`${what}: stopping (${signal}); ${signal} again stops at once\n`);
+        return resolve(signal);
+      }
+      process.stderr.write(`${what}: ${signal} again: stopping now\n`);
+      process.exit(130);
+    };
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, onSignal);
   });
 }
 
@@ -90,7 +104,7 @@ export function registerClusterCommands(program: Command): void {
         ...(opts.host ? { LIBOS_HOST: opts.host } : {}),
       });
       const coordinator = await startCoordinator(config);
-      await untilStopped();
+      await untilStopped('libos coordinator');
       await coordinator.close();
     });
 
@@ -114,7 +128,7 @@ export function registerClusterCommands(program: Command): void {
         ...(opts.isolation ? { LIBOS_ISOLATION: opts.isolation } : {}),
       });
       const worker = await startWorker(config);
-      await untilStopped();
+      await untilStopped('libos worker');
       await worker.close();
     });
 }
