@@ -54,7 +54,8 @@ function run(request: RunRequest): void {
     confinement = request.confine ? sandbox.confine(request.confine, disarm) : undefined;
     // Armed before the spawn, with the uid: from here on the child dies unless beats come.
     if (fence) watchdog.arm(fence.id, fence.deadline, { uid: confinement?.uid });
-    const options: ContractRunOptions = {
+    // `stdout`: the runner's tap of the child's stdout (a copy for logs), where the runner has one.
+    const options: ContractRunOptions & { stdout?: (chunk: Uint8Array) => void } = {
       ...request.launch,
       input: request.launch.input,
       signal: entry.abort.signal,
@@ -62,6 +63,12 @@ function run(request: RunRequest): void {
         request.stderr === 'tap'
           ? (chunk) => send({ ev: 'stderr', id, data: Buffer.from(chunk).toString('base64') })
           : request.stderr,
+      ...(request.stdout
+        ? {
+            stdout: (chunk: Uint8Array) =>
+              send({ ev: 'stdout', id, data: Buffer.from(chunk).toString('base64') }),
+          }
+        : {}),
       onSpawn: (control) => {
         entry.control = control;
         if (fence) watchdog.target(fence.id, control.pid);

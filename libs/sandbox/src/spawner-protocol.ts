@@ -17,6 +17,8 @@ export interface RunRequest {
   fence?: { id: string; deadline: number };
   /** `tap`: the child's stderr comes back as `stderr` events. */
   stderr: 'inherit' | 'ignore' | 'tap';
+  /** A copy of the child's stdout comes back as `stdout` events (the runner's `stdout` tap). */
+  stdout: boolean;
   /** Send the runner's debug lines back as `log` events. */
   log: boolean;
   /** Where the private result directory goes, when not the spawner's own temp dir. */
@@ -33,7 +35,7 @@ export type SpawnerEvent =
   | { ev: 'ready'; report: IsolationReport; describe: string; tmpdir: string }
   | { ev: 'fatal'; message: string }
   | { ev: 'spawned'; id: number; pid: number; uid?: number }
-  | { ev: 'stderr'; id: number; data: string }
+  | { ev: 'stderr' | 'stdout'; id: number; data: string }
   | { ev: 'log'; id: number; fields: object; message: string }
   | { ev: 'done'; id: number; result: ContractRunResult }
   | { ev: 'aborted'; id: number }

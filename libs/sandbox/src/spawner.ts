@@ -10,6 +10,8 @@ import type { WatchdogFiring } from './watchdog.js';
 
 /** One launch through the spawner: `contractRun`'s options, with the sandbox's policy as data. */
 export type SpawnerRunOptions = Omit<ContractRunOptions, 'confinement'> & {
+  /** A copy of the child's stdout bytes (the runner's stdout tap, relayed). */
+  stdout?: ((chunk: Uint8Array) => void) | undefined;
   /** The sandbox's policy for this child; none: unconfined (isolation none). */
   confine?: ConfineRequest | undefined;
   /** The watchdog's first deadline (CLOCK_MONOTONIC ms) for this launch, armed before the spawn. */
@@ -111,7 +113,16 @@ export class Spawner {
         },
         control: undefined,
       });
-      const { stderr, logger, confine, fence, onSpawn: _onSpawn, signal: _signal, ...launch } = options;
+      const {
+        stderr,
+        stdout,
+        logger,
+        confine,
+        fence,
+        onSpawn: _onSpawn,
+        signal: _signal,
+        ...launch
+      } = options;
       this.#send({
         op: 'run',
         id,
@@ -120,6 +131,7 @@ export class Spawner {
         ...(confine ? { confine } : {}),
         ...(fence ? { fence } : {}),
         stderr: typeof stderr === 'function' ? 'tap' : (stderr ?? 'inherit'),
+        stdout: stdout !== undefined,
         log: logger !== undefined,
         // The runner's result directories follow its TMPDIR: the caller's, if it changed since.
         ...(tmpdir() === this.#tmpdir ? {} : { tmpdir: tmpdir() }),
@@ -226,6 +238,12 @@ export class Spawner {
       case 'stderr': {
         const { stderr } = pending.options;
         if (typeof stderr === 'function') stderr(Buffer.from(event.data, 'base64'));
+        return;
+      }
+      case 'stdout': {
+        try {
+          pending.options.stdout?.(Buffer.from(event.data, 'base64'));
+        } catch {} // as the runner's own tap: a throw is ignored
         return;
       }
       case 'log':
