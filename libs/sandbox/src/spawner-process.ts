@@ -6,6 +6,7 @@
 // argv[2]; speaks `spawner-protocol.ts` on stdin/stdout. stdin's EOF (the worker died or closed)
 // kills every launch and ends it.
 import { tmpdir } from 'node:os';
+import { classifyLaunch } from '@libos/contract';
 import {
   ContractRunAbortedError,
   type ContractRunOptions,
@@ -14,7 +15,7 @@ import {
 } from '@libos/runner';
 import { Sandbox, type SandboxSettings } from './sandbox.js';
 import { lineReader, type RunRequest, type SpawnerEvent, type SpawnerRequest } from './spawner-protocol.js';
-import { Watchdog } from './watchdog.js';
+import { monotonicMs, Watchdog } from './watchdog.js';
 
 function send(event: SpawnerEvent): void {
   process.stdout.write(`${JSON.stringify(event)}\n`);
@@ -41,19 +42,47 @@ const watchdog = new Watchdog(
   3,
 );
 
+/** Fence ids armed now; and the latest beat of each not armed yet (its `run` is still queued). */
+const armed = new Set<string>();
+const early = new Map<string, number>();
+/** Bounds `early`: beats of launches that never came (a budget spent before the spawn). */
+const EARLY_MAX = 10_000;
+const TOO_LATE = "the lease's fence passed before the child could start (the worker is behind)";
+
+function beat(fence: string, deadline: number): void {
+  if (armed.has(fence)) {
+    watchdog.beat(fence, deadline);
+    return;
+  }
+  if (early.size >= EARLY_MAX) early.clear();
+  early.set(fence, Math.max(deadline, early.get(fence) ?? 0));
+}
+
 function run(request: RunRequest): void {
   const { id, fence } = request;
   const entry: Run = { abort: new AbortController(), control: undefined };
   runs.set(id, entry);
   // The watchdog forgets the launch before its uid can go to another one (it kills by uid).
   const disarm = () => {
-    if (fence) watchdog.disarm(fence.id);
+    if (!fence) return;
+    armed.delete(fence.id);
+    watchdog.disarm(fence.id);
   };
   let confinement: ReturnType<Sandbox['confine']> | undefined;
+  // Renewals that came while this request waited here count: the latest deadline wins.
+  const deadline = fence ? Math.max(fence.deadline, early.get(fence.id) ?? 0) : undefined;
+  if (fence) early.delete(fence.id);
   const launch = (async () => {
+    // A fence already passed: the lease is not vouched for, so nothing may start.
+    if (deadline !== undefined && monotonicMs() >= deadline) {
+      return classifyLaunch({ launched: false, failure: TOO_LATE });
+    }
     confinement = request.confine ? sandbox.confine(request.confine, disarm) : undefined;
     // Armed before the spawn, with the uid: from here on the child dies unless beats come.
-    if (fence) watchdog.arm(fence.id, fence.deadline, { uid: confinement?.uid });
+    if (fence && deadline !== undefined) {
+      armed.add(fence.id);
+      watchdog.arm(fence.id, deadline, { uid: confinement?.uid });
+    }
     // `stdout`: the runner's tap of the child's stdout (a copy for logs), where the runner has one.
     const options: ContractRunOptions & { stdout?: (chunk: Uint8Array) => void } = {
       ...request.launch,
@@ -121,7 +150,7 @@ function handle(line: string): void {
     return;
   }
   if (request.op === 'run') run(request);
-  else if (request.op === 'beat') watchdog.beat(request.fence, request.deadline);
+  else if (request.op === 'beat') beat(request.fence, request.deadline);
   else control(request);
 }
 

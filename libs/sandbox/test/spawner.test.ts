@@ -79,6 +79,19 @@ describe('a launch through the spawner', () => {
     expect(keptResult.report).toBe('kept');
   });
 
+  it('a launch whose fence passed before it could start runs nothing; a beat sent meanwhile counts', async () => {
+    let spawned = false;
+    const late = await launch(`out=ran; ${RESULT}`, { id: 'stale', deadline: monotonicMs() - 1 }, () => {
+      spawned = true;
+    });
+    expect(late.terminal).toMatchObject({ type: 'failed', reason: expect.stringContaining('fence passed') });
+    expect(spawned).toBe(false);
+    // A renewal that reached the spawner before its launch did moves the first deadline.
+    spawner.beat('renewed', monotonicMs() + 5_000);
+    const renewed = await launch(`out=ran; ${RESULT}`, { id: 'renewed', deadline: monotonicMs() - 1 });
+    expect(renewed.report).toBe('ran');
+  });
+
   it('beats reach the watchdog directly: a stopped spawner does not hold them back', async () => {
     let pid: number | undefined;
     const kept = launch(
