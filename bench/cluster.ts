@@ -1,7 +1,7 @@
 // The distributed loop, measured: spawn → child start and child exit → wait wake latency through
 // a real cluster (redis-server, a coordinator, 2 workers, each its own OS process), and the
-// throughput of trivial children on 2 workers as a ratio against a bare execa loop of the same
-// children at the same total concurrency, measured in the same run.
+// throughput of trivial children on 2 workers as a ratio against a bare execa loop and a bare
+// node:child_process.spawn loop of the same children at the same total concurrency, in the same run.
 //   npm run bench:cluster   (builds, then: node --import tsx --conditions=@libos/source bench/cluster.ts)
 // The cluster's parts run built, with plain node, as deployed. Two trivial children are measured:
 // `sh` (a shell script: the cheapest possible child) and `node` (the TypeScript echo child made
@@ -13,6 +13,7 @@
 // (default auto: every child in its sandbox; none: to measure what the sandbox costs).
 // Writes bench/results/cluster.json and bench/results/cluster.md (cluster-isolation-none.* with
 // --isolation none).
+import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -129,6 +130,29 @@ async function clusterThroughput(cluster: Cluster, kind: ChildKind): Promise<num
   return count / ((performance.now() - started) / 1000);
 }
 
+/** The same children through node:child_process.spawn: what a plain Node service pays. */
+async function bareSpawnThroughput(kind: ChildKind): Promise<number> {
+  const count = CHILDREN[kind];
+  const dir = await mkdtemp(join(tmpdir(), 'libos-bench-'));
+  const { command, args } = CHILD_KINDS[kind];
+  const started = performance.now();
+  await runPool(count, TOTAL_CONCURRENCY, async (i) => {
+    const path = join(dir, `${i}.json`);
+    const argv = args.map((arg) => arg.replace('{result_file}', path));
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(command, argv, { stdio: ['pipe', 'ignore', 'inherit'] });
+      child.stdin.end(encodeRequestLine({ request_id: `b${i}`, kind: 'stamp', input: {} }));
+      child.once('error', reject);
+      child.once('exit', () => resolve());
+    });
+    const doc = JSON.parse(await readFile(path, 'utf8')) as { status: string };
+    if (doc.status !== 'completed') throw new Error('bare child failed');
+  });
+  const rate = count / ((performance.now() - started) / 1000);
+  await rm(dir, { recursive: true, force: true });
+  return rate;
+}
+
 async function bareThroughput(kind: ChildKind): Promise<number> {
   const count = CHILDREN[kind];
   const dir = await mkdtemp(join(tmpdir(), 'libos-bench-'));
@@ -175,24 +199,35 @@ try {
   }
 
   const latency = await latencies(cluster);
-  const rounds: { child: ChildKind; bare_per_s: number; cluster_per_s: number; ratio: number }[] = [];
+  const rounds: {
+    child: ChildKind;
+    bare_per_s: number;
+    spawn_per_s: number;
+    cluster_per_s: number;
+    ratio: number;
+    ratio_spawn: number;
+  }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     for (const child of Object.keys(CHILD_KINDS) as ChildKind[]) {
       const bare = await bareThroughput(child);
+      const bareSpawn = await bareSpawnThroughput(child);
       const viaCluster = await clusterThroughput(cluster, child);
       rounds.push({
         child,
         bare_per_s: +bare.toFixed(1),
+        spawn_per_s: +bareSpawn.toFixed(1),
         cluster_per_s: +viaCluster.toFixed(1),
         ratio: +(viaCluster / bare).toFixed(3),
+        ratio_spawn: +(viaCluster / bareSpawn).toFixed(3),
       });
     }
   }
-  const meanRatio = (child: ChildKind) => {
+  const meanOf = (child: ChildKind, pick: (r: (typeof rounds)[number]) => number) => {
     const mine = rounds.filter((r) => r.child === child);
-    return +(mine.reduce((a, r) => a + r.ratio, 0) / mine.length).toFixed(3);
+    return +(mine.reduce((a, r) => a + pick(r), 0) / mine.length).toFixed(3);
   };
-  const ratio = { sh: meanRatio('sh'), node: meanRatio('node') };
+  const ratio = { sh: meanOf('sh', (r) => r.ratio), node: meanOf('node', (r) => r.ratio) };
+  const ratioSpawn = { sh: meanOf('sh', (r) => r.ratio_spawn), node: meanOf('node', (r) => r.ratio_spawn) };
   const report = {
     bench: 'cluster',
     date: new Date().toISOString(),
@@ -200,7 +235,13 @@ try {
     isolation: ISOLATION,
     setup: `children isolation ${ISOLATION}; redis-server (AOF, appendfsync ${FSYNC}, reached over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: sh bench/children/stamp.sh`,
     latency,
-    throughput: { children_per_round: CHILDREN, total_concurrency: TOTAL_CONCURRENCY, rounds, ratio },
+    throughput: {
+      children_per_round: CHILDREN,
+      total_concurrency: TOTAL_CONCURRENCY,
+      rounds,
+      ratio,
+      ratio_spawn: ratioSpawn,
+    },
     targets: { exit_to_wake_p99_ms: 10, throughput_ratio: 0.8 },
   };
   await mkdir(RESULTS, { recursive: true });
@@ -212,11 +253,14 @@ try {
     `| spawn → child start (ms) | ${latency.spawn_to_start_ms.p50} | ${latency.spawn_to_start_ms.p99} | ${latency.spawn_to_start_ms.mean} | ${latency.spawn_to_start_ms.n} |`,
     `| child exit → wait wake (ms) | ${latency.exit_to_wake_ms.p50} | ${latency.exit_to_wake_ms.p99} | ${latency.exit_to_wake_ms.mean} | ${latency.exit_to_wake_ms.n} |`,
     '',
-    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER} (children/s) | ratio |`,
-    '| --- | --- | --- | --- |',
-    ...rounds.map((r) => `| ${r.child} | ${r.bare_per_s} | ${r.cluster_per_s} | ${r.ratio} |`),
-    `| mean sh | | | **${ratio.sh}** (target ≥ 0.8) |`,
-    `| mean node | | | **${ratio.node}** (target ≥ 0.8) |`,
+    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER} (children/s) | ÷ execa | ÷ spawn |`,
+    '| --- | --- | --- | --- | --- | --- |',
+    ...rounds.map(
+      (r) =>
+        `| ${r.child} | ${r.bare_per_s} | ${r.spawn_per_s} | ${r.cluster_per_s} | ${r.ratio} | ${r.ratio_spawn} |`,
+    ),
+    `| mean sh | | | | **${ratio.sh}** | **${ratioSpawn.sh}** (target ≥ 0.8) |`,
+    `| mean node | | | | **${ratio.node}** | **${ratioSpawn.node}** (target ≥ 0.8) |`,
   ].join('\n');
   await writeFile(join(RESULTS, `${name}.md`), `${md}\n`);
   process.stdout.write(`${md}\n`);

@@ -7,8 +7,7 @@ import {
   outcomeTypeOfTerminal,
   type ProcessStatus,
 } from '@libos/protocol';
-import { contractRun } from '@libos/runner';
-import { type ChildSandbox, monotonicMs, SANDBOX_ENV, type Sandbox, type Watchdog } from '@libos/sandbox';
+import { monotonicMs, SANDBOX_ENV, type Spawner } from '@libos/sandbox';
 import type { Logger } from 'pino';
 import { childEnvironment } from './child-env.js';
 import { AttemptLog, type ChildLogSettings } from './child-log.js';
@@ -43,10 +42,11 @@ export interface AttemptContext {
   running: Set<ChildSignals>;
   /** What children inherit (see `inheritedEnvironment`). */
   inheritedEnv: Readonly<Record<string, string>>;
-  /** How children are contained on this host. */
-  sandbox: Sandbox;
-  /** Kills a child whose lease this worker failed to renew in time (see `fenceMs`). */
-  watchdog: Watchdog;
+  /**
+   * Runs each child (in its sandbox) in a process of its own, and holds the watchdog that kills a
+   * child whose lease this worker failed to renew in time (see `fenceMs`).
+   */
+  spawner: Spawner;
   maxResultBytes: number;
   /** Children's output goes to the kernel's log store within these bounds, never to our own log. */
   childLog: ChildLogSettings;
@@ -127,7 +127,7 @@ export async function runAttempt(
       {
         epoch: () => signals.epoch,
         answered: (answer, epoch, sentAt) => {
-          ctx.watchdog.beat(fence.id, sentAt + fence.ms);
+          ctx.spawner.beat(fence.id, sentAt + fence.ms);
           signals.renewed(answer, epoch);
         },
         lost: (error) => {
@@ -184,7 +184,7 @@ async function runChild(
   }
   const started = performance.now();
   const wallMs = () => Math.max(0, performance.now() - started - signals.pausedMs);
-  let confinement: ChildSandbox | undefined;
+  const confined = ctx.spawner.report.level !== 'none';
   let lostLines = false;
   const output = new AttemptLog(
     (batch) => ctx.kernel.logs.append(claimed.pid, claimed.attempt, batch, ctx.childLog.maxBytes),
@@ -196,37 +196,32 @@ async function runChild(
     },
   );
   try {
-    confinement =
-      ctx.sandbox.report.level === 'none' ? undefined : ctx.sandbox.confine(confineRequest(claimed));
-    // Armed before the spawn: from here on the child dies unless the lease keeps being renewed.
-    ctx.watchdog.arm(fence.id, fence.claimSentAt + fence.ms, { uid: confinement?.uid });
-    const result = await contractRun({
+    const result = await ctx.spawner.run({
       ...plan.launch,
       env: childEnvironment(
         ctx.inheritedEnv,
-        confinement ? { ...SANDBOX_ENV, ...claimed.image_spec.env } : claimed.image_spec.env,
+        confined ? { ...SANDBOX_ENV, ...claimed.image_spec.env } : claimed.image_spec.env,
         { url: ctx.url, pid: claimed.pid, token },
       ),
       maxResultBytes: ctx.maxResultBytes,
-      ...(confinement ? { confinement } : {}),
+      confine: confined ? confineRequest(claimed) : undefined,
+      // Armed before the spawn: from here on the child dies unless the lease keeps being renewed.
+      fence: { id: fence.id, deadline: fence.claimSentAt + fence.ms },
       stdout: output.stdout,
       stderr: output.stderr,
       onSpawn: (control) => {
-        ctx.watchdog.target(fence.id, control.pid);
-        log.debug(
-          { os_pid: control.pid, uid: confinement?.uid, deadline_ms: plan.launch.deadlineMs },
-          'child spawned',
-        );
+        log.debug({ os_pid: control.pid, deadline_ms: plan.launch.deadlineMs }, 'child spawned');
         signals.attach(control);
       },
       // The runner's fields (its `pid` is the OS pid) are nested so they cannot shadow ours.
-      logger: { debug: (fields, message) => log.debug({ runner: fields }, message) },
+      ...(log.isLevelEnabled('debug')
+        ? { logger: { debug: (fields: object, message: string) => log.debug({ runner: fields }, message) } }
+        : {}),
     });
     signals.detach();
     return completionFromRunResult(result, wallMs());
   } catch (error) {
     signals.detach();
-    await confinement?.release();
     const message = error instanceof Error ? error.message : String(error);
     log.error({ err: message }, 'the child could not be run');
     return {
@@ -234,7 +229,6 @@ async function runChild(
       usage: { prompt_tokens: 0, completion_tokens: 0, steps: 0, wall_ms: Math.round(wallMs()) },
     };
   } finally {
-    ctx.watchdog.disarm(fence.id);
     // The log's last batch lands before the completion is reported, so a follower that sees the
     // process terminal has every line.
     await output.end();

@@ -1,7 +1,7 @@
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { createRedis } from '@libos/redis';
-import { type IsolationReport, Sandbox, Watchdog } from '@libos/sandbox';
+import { type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
@@ -44,27 +44,36 @@ export async function startWorker(
   const log = (options.logger ?? pino({ name: 'libos-worker', level: config.logLevel, base: null })).child({
     worker: config.workerId,
   });
-  // Probed before anything connects: `strict` refuses to start on a host that cannot contain.
-  const sandbox = Sandbox.create(config.isolation.sandbox);
-  log.info({ isolation: sandbox.report }, sandbox.describe());
+  // The spawner runs every launch in a small process of its own, so this event loop never blocks
+  // on a fork. It starts (and probes the host) while Redis connects; `strict` refuses to start on
+  // a host that cannot contain, before any launch is taken.
+  let metrics: ReturnType<typeof createWorkerMetrics> | undefined;
   const running = new Set<ChildSignals>();
-  const metrics = createWorkerMetrics(sandbox.report, () => running.size);
-  const watchdog = new Watchdog(
-    (fired) => {
-      metrics.watchdogKills.inc();
+  const spawning = Spawner.start(config.isolation.sandbox, process.env, {
+    onFired: (fired) => {
+      metrics?.watchdogKills.inc();
       log.warn(
         { attempt_id: fired.id, late_ms: fired.lateMs, killed: fired.killed },
         'lease not renewed in time: the watchdog killed the child',
       );
     },
-    (reason) => log.error(reason),
-  );
+    onRestart: (reason) => log.error(reason),
+  });
   // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
   const commands = createRedis(config.redis, 'commands', { maxRetriesPerRequest: 2 });
   const queues = createRedis(config.redis, 'queues');
   for (const connection of [commands, queues]) {
     connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
   }
+  let spawner: Spawner;
+  try {
+    spawner = await spawning;
+  } catch (error) {
+    for (const connection of [commands, queues]) connection.disconnect();
+    throw error;
+  }
+  log.info({ isolation: spawner.report }, spawner.describe());
+  metrics = createWorkerMetrics(spawner.report, () => running.size);
   const kernel = new Kernel({
     redis: commands,
     onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
@@ -77,8 +86,7 @@ export async function startWorker(
     log,
     running,
     inheritedEnv: inheritedEnvironment(options.baseEnv ?? process.env),
-    sandbox,
-    watchdog,
+    spawner,
     maxResultBytes: config.isolation.maxResultBytes,
     childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
   };
@@ -154,15 +162,14 @@ export async function startWorker(
       await drained;
     }
     await new Promise((resolve) => (ops ? ops.close(resolve) : resolve(undefined)));
-    await watchdog.close();
-    sandbox.close();
+    await spawner.close();
     await kernel.close();
     await Promise.all([queues.quit(), commands.quit()].map((quit) => quit.catch(() => undefined)));
     log.info('worker closed');
   };
   return {
     id: config.workerId,
-    isolation: sandbox.report,
+    isolation: spawner.report,
     close: () => {
       closing ??= close();
       return closing;

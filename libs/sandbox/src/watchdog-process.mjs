@@ -10,7 +10,9 @@
 //   {"op":"disarm","id":ID}                        ID's child is gone: forget it
 // stdout, one JSON object a line: {"fired":ID,"late_ms":N,"killed":N} when it killed a launch.
 // stdin's EOF (the worker died or closed) kills every armed launch, then the watchdog exits.
-import { readdirSync, readFileSync } from 'node:fs';
+// fd 3, when open (a pipe from the worker while this runs under its spawner): `beat` lines
+// straight from the worker; its EOF (the worker died) kills every armed launch too.
+import { createReadStream, fstatSync, readdirSync, readFileSync } from 'node:fs';
 
 const TICK_MS = Number(process.argv[2] ?? '20');
 /** @type {Map<string, {deadline: number, uid?: number, pgid?: number}>} */
@@ -80,8 +82,8 @@ function check() {
   }
 }
 
-/** @param {string} line */
-function handle(line) {
+/** @param {string} line @param {boolean} [beatsOnly] */
+function handle(line, beatsOnly = false) {
   /** @type {{op?: string, id?: string, deadline?: number, uid?: number, pgid?: number}} */
   let message;
   try {
@@ -90,7 +92,7 @@ function handle(line) {
     return;
   }
   const { op, id } = message;
-  if (typeof id !== 'string') return;
+  if (typeof id !== 'string' || (beatsOnly && op !== 'beat')) return;
   if (op === 'arm' && typeof message.deadline === 'number') {
     armed.set(id, {
       deadline: message.deadline,
@@ -108,23 +110,37 @@ function handle(line) {
   check();
 }
 
-let pending = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  pending += chunk;
-  let newline = pending.indexOf('\n');
-  while (newline >= 0) {
-    handle(pending.slice(0, newline));
-    pending = pending.slice(newline + 1);
-    newline = pending.indexOf('\n');
-  }
-});
-process.stdin.on('end', () => {
-  kill([...armed.values()]);
-  process.exit(0);
-});
+/** @param {NodeJS.ReadableStream} stream @param {boolean} beatsOnly */
+function readLines(stream, beatsOnly) {
+  let pending = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    pending += chunk;
+    let newline = pending.indexOf('\n');
+    while (newline >= 0) {
+      handle(pending.slice(0, newline), beatsOnly);
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf('\n');
+    }
+  });
+  stream.on('end', () => {
+    kill([...armed.values()]);
+    process.exit(0);
+  });
+}
+readLines(process.stdin, false);
+let beats = false;
+try {
+  const stat = fstatSync(3); // Node's stdio pipes are socket pairs
+  beats = stat.isFIFO() || stat.isSocket();
+} catch {}
+if (beats) readLines(createReadStream('', { fd: 3 }), true);
 // The worker may die by SIGKILL: stdin's EOF still comes. A signal meant for the worker's
 // group must not end the watchdog before the worker has stopped its children.
 for (const name of /** @type {NodeJS.Signals[]} */ (['SIGINT', 'SIGTERM', 'SIGHUP']))
   process.on(name, () => undefined);
-setInterval(check, TICK_MS);
+// The tick's check runs after this turn's input is read (setImmediate follows the poll phase):
+// a watchdog that was itself starved for a while judges by the beats that arrived meanwhile,
+// not by the deadlines it held before them. A beat is a renewal the kernel granted, so it never
+// makes a deadline later than the lease allows.
+setInterval(() => setImmediate(check), TICK_MS);

@@ -32,9 +32,15 @@ export class Watchdog {
   readonly #armed = new Map<string, { deadline: number } & WatchdogTarget>();
   #closed = false;
 
+  /**
+   * `beatsFd`: a pipe of this process whose writer (the worker, when this runs in its spawner)
+   * sends `beat` lines to the watchdog directly, so no event loop but the watchdog's sits between
+   * a renewal and its deadline; its EOF (that writer died) kills every armed launch too.
+   */
   constructor(
     private readonly onFired: (firing: WatchdogFiring) => void = () => undefined,
     private readonly onRestart: (reason: string) => void = () => undefined,
+    private readonly beatsFd?: number,
   ) {
     this.#start();
   }
@@ -78,7 +84,7 @@ export class Watchdog {
   #start(): void {
     // No environment: it needs none, and so holds none of the worker's settings or secrets.
     const proc = spawn(process.execPath, [SCRIPT], {
-      stdio: ['pipe', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'inherit', ...(this.beatsFd === undefined ? [] : [this.beatsFd])],
       detached: true,
       env: {},
     });
