@@ -38,6 +38,7 @@ const view: ProcessView = {
     steps: dim(10, 2),
     wall_ms: dim(null, 900),
     children: dim(0),
+    object_bytes: dim(64 * 1024 * 1024, 2048),
   },
   created_at: at(3 * 3600),
   updated_at: at(30),
