@@ -9,6 +9,9 @@ local NULL = cjson.null
 local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children' }
 local TERMINAL = { exited = true, failed = true, killed = true }
 local IDX = {}
+-- Rows this call changed or created, `{pid, gen, status}`: published once by reply() on the
+-- tree's `ev` channel as `<root> <json list>` (the console's live view; lease renewals are not).
+local EV = {}
 -- Notices due to a token-proven caller when its call began (see check_token).
 local ND = nil
 local NOW = nil
@@ -123,11 +126,13 @@ local function bump(pid, r, fields)
   fields.ut = now()
   hset(pid, r, fields)
   IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0') }
+  EV[#EV + 1] = { pid, fields.gen, r.status }
 end
 
 local function reply(head, ...)
   head.idx = IDX
   head.nd = ND
+  if #EV > 0 then redis.call('SPUBLISH', B .. 'ev', ROOT .. ' ' .. cjson.encode(EV)) end
   return { cjson.encode(head), ... }
 end
 
