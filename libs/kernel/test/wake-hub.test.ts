@@ -70,7 +70,8 @@ describe("a tree's row changes on its `ev` channel", () => {
     const parent = await root(env);
     const heard: Array<[string, number, string]> = [];
     const release = await k().wakeHub.listen(k().keys.treeTopic(parent.pid), (event) => {
-      if (event.type === 'message') heard.push(...(JSON.parse(event.message) as Array<[string, number, string]>));
+      if (event.type === 'message')
+        heard.push(...(JSON.parse(event.message) as Array<[string, number, string]>));
     });
     const child = await runningChild(env, parent.pid);
     await until(() => heard.some(([pid, , status]) => pid === child.pid && status === 'running'));
