@@ -99,8 +99,9 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
     };
     const page = async (request: FastifyRequest, reply: FastifyReply) => {
       if (!signedIn(request, reply)) {
-        const problem = presentedToken(request) ? 'That is not the admin token.' : undefined;
-        return html(reply, 401, loginPage(problem));
+        // The form itself is a page like any other (200); a wrong token presented is 401.
+        if (!presentedToken(request)) return html(reply, 200, loginPage());
+        return html(reply, 401, loginPage('That is not the admin token.'));
       }
       if (!index) {
         throw new HttpRefusal(
