@@ -80,7 +80,10 @@ export interface TreeNode {
   resource_budget: Budget;
   created_at: string;
   ended_at: string | null;
+  updated_at: string;
   child_count: number;
+  /** Set by the page from the event stream (the generation of the status shown). */
+  gen?: number;
 }
 
 export interface AttemptView {

@@ -50,7 +50,7 @@ function loginPage(problem?: string): string {
   const alert = problem ? `<p role="alert" class="problem">${escapeHtml(problem)}</p>` : '';
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>libos console: log in</title>
+<link rel="icon" href="data:,"><title>libos console: log in</title>
 <style>
 body{font:16px/1.5 system-ui,sans-serif;margin:0;display:grid;place-items:center;min-height:100vh;background:#f4f5f7;color:#1d2330}
 form{background:#fff;padding:2rem 2.5rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:22rem}

@@ -1,10 +1,28 @@
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { memo } from 'preact/compat';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type TreeNode } from '../api.js';
 import { Burns, StatusBadge } from '../format.js';
 import { type Change, throttle, useSubtreeEvents } from '../live.js';
 
 /** How often a burst of changes re-reads the tree (budgets, new children): once a second at most. */
 const RELOAD_MS = 1000;
+/** Status changes arriving within this window are drawn in one render. */
+const BATCH_MS = 50;
+
+/** Keeps the old node object where nothing changed, so its memoized row is not drawn again. */
+function merge(current: Map<string, TreeNode> | undefined, fresh: TreeNode[]): Map<string, TreeNode> {
+  const next = new Map<string, TreeNode>();
+  for (const node of fresh) {
+    const old = current?.get(node.pid);
+    const same =
+      old !== undefined &&
+      old.status === node.status &&
+      old.updated_at === node.updated_at &&
+      old.child_count === node.child_count;
+    next.set(node.pid, same ? old : node);
+  }
+  return next;
+}
 
 /**
  * One root's whole tree, live: statuses change in place from the event stream at once; new
@@ -22,7 +40,7 @@ export function Tree({ pid }: { pid: string }) {
     const read = () =>
       api.tree(pid).then(
         (tree) => {
-          setNodes(new Map(tree.nodes.map((n) => [n.pid, n])));
+          setNodes((current) => merge(current, tree.nodes));
           setTruncated(tree.truncated);
           setProblem(undefined);
         },
@@ -32,18 +50,31 @@ export function Tree({ pid }: { pid: string }) {
     return () => reload.current?.cancel();
   }, [pid]);
 
+  const pending = useRef<Change[]>([]);
+  const flush = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(flush.current), []);
+  const apply = () => {
+    flush.current = undefined;
+    const changes = pending.current;
+    pending.current = [];
+    setNodes((current) => {
+      if (!current) return current;
+      const next = new Map(current);
+      for (const change of changes) {
+        const node = next.get(change.pid);
+        // A change older than what the node shows (a re-read overtook it) is dropped.
+        if (node && !(node.gen !== undefined && node.gen > change.gen)) {
+          next.set(change.pid, { ...node, status: change.status as TreeNode['status'], gen: change.gen });
+        }
+      }
+      return next;
+    });
+  };
   useSubtreeEvents(api.eventsUrl(pid), {
     reload: () => reload.current?.(),
     changed: (changes: Change[]) => {
-      setNodes((current) => {
-        if (!current) return current;
-        const next = new Map(current);
-        for (const change of changes) {
-          const node = next.get(change.pid);
-          if (node) next.set(change.pid, { ...node, status: change.status as TreeNode['status'] });
-        }
-        return next;
-      });
+      pending.current.push(...changes);
+      flush.current ??= setTimeout(apply, BATCH_MS);
       reload.current?.();
     },
   });
@@ -65,13 +96,16 @@ export function Tree({ pid }: { pid: string }) {
     return byStatus;
   }, [nodes]);
 
-  const toggle = (id: string) =>
-    setCollapsed((current) => {
-      const next = new Set(current);
-      if (next.has(id)) next.delete(id);
-      else next.add(id);
-      return next;
-    });
+  const toggle = useCallback(
+    (id: string) =>
+      setCollapsed((current) => {
+        const next = new Set(current);
+        if (next.has(id)) next.delete(id);
+        else next.add(id);
+        return next;
+      }),
+    [],
+  );
 
   const root = nodes?.get(pid);
   const render = (node: TreeNode) => {
@@ -79,35 +113,7 @@ export function Tree({ pid }: { pid: string }) {
     const open = !collapsed.has(node.pid);
     return (
       <li key={node.pid} data-pid={node.pid} data-status={node.status}>
-        <div class="node">
-          {kids.length > 0 ? (
-            <button
-              type="button"
-              class="toggle"
-              aria-expanded={open}
-              aria-label={`${open ? 'Collapse' : 'Expand'} ${node.pid} (${kids.length} children)`}
-              onClick={() => toggle(node.pid)}
-            >
-              {open ? '▾' : '▸'}
-            </button>
-          ) : (
-            <span class="toggle-space" />
-          )}
-          <StatusBadge status={node.status} />
-          <a class="pid" href={`#/p/${node.pid}`}>
-            {node.pid}
-          </a>
-          <span class="image">{node.image ?? ''}</span>
-          <span class="goal" title={node.goal}>
-            {node.goal}
-          </span>
-          {node.outcome_type && (
-            <span class="outcome" title={node.outcome_reason ?? undefined}>
-              {node.outcome_type}
-            </span>
-          )}
-          <Burns budget={node.resource_budget} />
-        </div>
+        <Row node={node} kids={kids.length} open={open} onToggle={toggle} />
         {kids.length > 0 && open && <ul>{kids.map(render)}</ul>}
       </li>
     );
@@ -140,3 +146,48 @@ export function Tree({ pid }: { pid: string }) {
     </section>
   );
 }
+
+/** One node's line; drawn again only when its node object, child count or open state changes. */
+const Row = memo(function Row({
+  node,
+  kids,
+  open,
+  onToggle,
+}: {
+  node: TreeNode;
+  kids: number;
+  open: boolean;
+  onToggle: (pid: string) => void;
+}) {
+  return (
+    <div class="node">
+      {kids > 0 ? (
+        <button
+          type="button"
+          class="toggle"
+          aria-expanded={open}
+          aria-label={`${open ? 'Collapse' : 'Expand'} ${node.pid} (${kids} children)`}
+          onClick={() => onToggle(node.pid)}
+        >
+          {open ? '▾' : '▸'}
+        </button>
+      ) : (
+        <span class="toggle-space" />
+      )}
+      <StatusBadge status={node.status} />
+      <a class="pid" href={`#/p/${node.pid}`}>
+        {node.pid}
+      </a>
+      <span class="image">{node.image ?? ''}</span>
+      <span class="goal" title={node.goal}>
+        {node.goal}
+      </span>
+      {node.outcome_type && (
+        <span class="outcome" title={node.outcome_reason ?? undefined}>
+          {node.outcome_type}
+        </span>
+      )}
+      <Burns budget={node.resource_budget} />
+    </div>
+  );
+});
