@@ -54,15 +54,19 @@ it('libos worker: the first Ctrl-C stops gracefully, a second exits at once and 
     command: 'sh',
     args: ['-c', `read request; echo $$ > ${pidFile}; exec sleep 300`, '{result_file}'],
   });
-  const worker: ChildProcess = spawn(process.execPath, [...CLI_FROM_SOURCE, 'worker', '--isolation', 'none'], {
-    env: {
-      PATH: process.env.PATH,
-      LIBOS_REDIS_URL: redis.url,
-      LIBOS_URL: coordinator.url,
-      LIBOS_LOG_LEVEL: 'warn',
+  const worker: ChildProcess = spawn(
+    process.execPath,
+    [...CLI_FROM_SOURCE, 'worker', '--isolation', 'none'],
+    {
+      env: {
+        PATH: process.env.PATH,
+        LIBOS_REDIS_URL: redis.url,
+        LIBOS_URL: coordinator.url,
+        LIBOS_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  );
   let stderr = '';
   worker.stderr!.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -80,7 +84,9 @@ it('libos worker: the first Ctrl-C stops gracefully, a second exits at once and 
     expect(alive(childPid)).toBe(true);
 
     worker.kill('SIGINT');
-    await until('the graceful stop to begin', () => (stderr.includes('stopping (SIGINT)') ? true : undefined));
+    await until('the graceful stop to begin', () =>
+      stderr.includes('stopping (SIGINT)') ? true : undefined,
+    );
     // A graceful stop waits for the running child: the worker is still there.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(worker.exitCode).toBeNull();

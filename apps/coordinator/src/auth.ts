@@ -51,7 +51,8 @@ export class AdminAuth {
       return;
     }
     if (!token) throw new HttpRefusal('unauthenticated', 'an admin bearer token is required');
-    if (!this.matches(token)) throw new HttpRefusal('permission_denied', 'this route needs the admin token');
+    if (!this.matches(token))
+      throw new HttpRefusal('permission_denied', "the bearer token is not this coordinator's admin token");
   }
 }
 

@@ -9,8 +9,12 @@ const positiveInt = (fallback: number) => z.coerce.number().int().positive().def
 export const workerEnvSchema = z.object({
   /** LIBOS_REDIS_URL, LIBOS_REDIS_PASSWORD_FILE, LIBOS_REDIS_USERNAME (see @libos/redis). */
   ...redisEnvSchema.shape,
-  /** The coordinator URL launched children get as their own `LIBOS_URL`. */
-  LIBOS_URL: z.url({ error: 'LIBOS_URL must be the coordinator URL children get (required)' }),
+  /**
+   * The coordinators' address as children reach it (a load balancer), which they get as their
+   * own `LIBOS_URL`. `LIBOS_URL` is taken when it is unset.
+   */
+  LIBOS_PUBLIC_URL: z.url({ error: 'LIBOS_PUBLIC_URL must be a URL' }).optional(),
+  LIBOS_URL: z.url({ error: 'LIBOS_URL must be a URL' }).optional(),
   /** Comma-separated pools, one BullMQ queue each. */
   LIBOS_POOLS: z
     .string()
@@ -39,7 +43,7 @@ export const workerEnvSchema = z.object({
 export interface WorkerConfig {
   /** How to reach Redis (`createRedis` from @libos/redis); the password file is read once, here. */
   redis: RedisSettings;
-  /** Given to children as `LIBOS_URL`. */
+  /** Given to children as `LIBOS_URL` (LIBOS_PUBLIC_URL, else LIBOS_URL). */
   url: string;
   pools: string[];
   concurrency: number;
@@ -63,9 +67,15 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     throw new Error(`worker configuration: ${problems}`);
   }
   const e = parsed.data;
+  const url = e.LIBOS_PUBLIC_URL ?? e.LIBOS_URL;
+  if (!url) {
+    throw new Error(
+      'worker configuration: LIBOS_PUBLIC_URL (or LIBOS_URL): the coordinator URL children get is required',
+    );
+  }
   return {
     redis: redisSettings(e),
-    url: e.LIBOS_URL,
+    url,
     pools: e.LIBOS_POOLS,
     concurrency: e.LIBOS_CONCURRENCY,
     workerId: e.LIBOS_WORKER_ID ?? `${hostname()}:${process.pid}`,

@@ -86,6 +86,15 @@ describe('loadWorkerConfig', () => {
       /LIBOS_LEASE_MS/,
     );
   });
+
+  it('gives children LIBOS_PUBLIC_URL (the load balancer) over LIBOS_URL', () => {
+    const both = { LIBOS_URL: 'http://c-1:7070', LIBOS_PUBLIC_URL: 'http://libos.internal:7070' };
+    expect(loadWorkerConfig(both).url).toBe('http://libos.internal:7070');
+    expect(loadWorkerConfig({ LIBOS_PUBLIC_URL: 'http://lb:1' }).url).toBe('http://lb:1');
+    expect(() => loadWorkerConfig({ LIBOS_PUBLIC_URL: 'not a url' })).toThrow(
+      /LIBOS_PUBLIC_URL must be a URL/,
+    );
+  });
 });
 
 describe('loadWorkerConfig: Redis', () => {

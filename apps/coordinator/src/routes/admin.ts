@@ -6,7 +6,7 @@ import {
   adminWaitResultSchema,
   createRootArgsSchema,
   createRootResultSchema,
-  errorEnvelopeSchema,
+  type ErrorCode,
   imageNameSchema,
   imageViewSchema,
   listImagesResultSchema,
@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import type { AdminAuth } from '../auth.js';
 import type { Launcher } from '../launcher.js';
+import { errorResponses } from './responses.js';
 import { withdrawIfQueued } from './tools.js';
 
 export interface AdminRouteDeps {
@@ -35,12 +36,8 @@ export interface AdminRouteDeps {
   onPool: (pool: string) => void;
 }
 
-const errors = {
-  400: errorEnvelopeSchema,
-  401: errorEnvelopeSchema,
-  403: errorEnvelopeSchema,
-  404: errorEnvelopeSchema,
-};
+/** Every admin route can refuse a missing (401) or wrong (403) admin token. */
+const auth: ErrorCode[] = ['unauthenticated', 'permission_denied'];
 const common = { tags: ['admin'], security: [{ bearer: [] }] };
 
 /** The operator's API, behind the admin token. */
@@ -57,7 +54,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
         description: 'Register or replace an image: how a worker launches a child.',
         params: z.object({ name: imageNameSchema }),
         body: z.unknown(),
-        response: { 200: imageViewSchema, ...errors },
+        response: {
+          200: imageViewSchema,
+          ...errorResponses([...auth, 'invalid_argument'], { params: true, body: true }),
+        },
       },
     },
     async (request) => {
@@ -68,7 +68,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
   );
   typed.get(
     '/v1/admin/images',
-    { schema: { ...common, response: { 200: listImagesResultSchema, ...errors } } },
+    { schema: { ...common, response: { 200: listImagesResultSchema, ...errorResponses(auth) } } },
     async () => ({ images: await kernel.admin.listImages() }),
   );
   typed.get(
@@ -77,7 +77,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
       schema: {
         ...common,
         params: z.object({ name: imageNameSchema }),
-        response: { 200: imageViewSchema, ...errors },
+        response: { 200: imageViewSchema, ...errorResponses([...auth, 'not_found'], { params: true }) },
       },
     },
     async (request) => kernel.admin.getImage(request.params.name),
@@ -90,7 +90,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
         ...common,
         description: 'Create a root process; with `launch: true` a worker runs it under the contract.',
         body: createRootArgsSchema,
-        response: { 200: createRootResultSchema, ...errors },
+        response: {
+          200: createRootResultSchema,
+          ...errorResponses([...auth, 'not_found', 'resource_exhausted'], { body: true }),
+        },
       },
     },
     async (request) => kernel.admin.createRoot(request.body),
@@ -101,7 +104,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
       schema: {
         ...common,
         querystring: listProcessesQuerySchema,
-        response: { 200: listProcessesResultSchema, ...errors },
+        response: { 200: listProcessesResultSchema, ...errorResponses(auth, { query: true }) },
       },
     },
     async (request) => kernel.admin.listProcesses(request.query),
@@ -112,7 +115,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
       schema: {
         ...common,
         params: z.object({ pid: pidSchema }),
-        response: { 200: processViewSchema, ...errors },
+        response: { 200: processViewSchema, ...errorResponses([...auth, 'not_found'], { params: true }) },
       },
     },
     async (request) => kernel.admin.getProcess(request.params.pid),
@@ -126,7 +129,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
           'Pause, resume, cancel or terminate any nonterminal process (resume clears a host gate).',
         params: z.object({ pid: pidSchema }),
         body: adminSignalArgsSchema,
-        response: { 200: processViewSchema, ...errors },
+        response: {
+          200: processViewSchema,
+          ...errorResponses([...auth, 'not_found', 'failed_precondition'], { params: true, body: true }),
+        },
       },
     },
     async (request) => {
@@ -144,7 +150,10 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
         description: 'Observe any process, or block (long-poll) until it is terminal.',
         params: z.object({ pid: pidSchema }),
         body: adminWaitArgsSchema,
-        response: { 200: adminWaitResultSchema, ...errors },
+        response: {
+          200: adminWaitResultSchema,
+          ...errorResponses([...auth, 'not_found'], { params: true, body: true }),
+        },
       },
     },
     async (request, reply) =>
@@ -159,7 +168,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
       schema: {
         ...common,
         params: z.object({ oid: oidSchema }),
-        response: { 200: adminObjectSchema, ...errors },
+        response: { 200: adminObjectSchema, ...errorResponses([...auth, 'not_found'], { params: true }) },
       },
     },
     async (request) => kernel.admin.readObject(request.params.oid),

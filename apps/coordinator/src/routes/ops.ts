@@ -2,6 +2,7 @@ import type { Kernel } from '@libos/kernel';
 import { PROCESS_STATUSES } from '@libos/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
+import { z } from 'zod';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
 
@@ -12,21 +13,37 @@ export interface OpsRouteDeps {
   metrics: Metrics;
 }
 
+const health = z.object({
+  status: z.enum(['ok', 'unavailable']),
+  redis: z.object({
+    status: z.enum(['ok', 'down']),
+    latency_ms: z.number().optional(),
+    error: z.string().optional(),
+  }),
+});
+
 const JOB_STATES = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
 
 /** Health (reports Redis), Prometheus metrics (filled from Redis at scrape time). */
 export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promise<void> {
-  app.get('/healthz', { schema: { tags: ['ops'] } }, async (_request, reply) => {
-    const started = performance.now();
-    try {
-      await deps.redis.ping();
-      return { status: 'ok', redis: { status: 'ok', latency_ms: +(performance.now() - started).toFixed(2) } };
-    } catch (error) {
-      return reply
-        .status(503)
-        .send({ status: 'unavailable', redis: { status: 'down', error: String(error) } });
-    }
-  });
+  app.get(
+    '/healthz',
+    { schema: { tags: ['ops'], response: { 200: health, 503: health } } },
+    async (_request, reply) => {
+      const started = performance.now();
+      try {
+        await deps.redis.ping();
+        return {
+          status: 'ok',
+          redis: { status: 'ok', latency_ms: +(performance.now() - started).toFixed(2) },
+        };
+      } catch (error) {
+        return reply
+          .status(503)
+          .send({ status: 'unavailable', redis: { status: 'down', error: String(error) } });
+      }
+    },
+  );
 
   app.get('/metrics', { schema: { tags: ['ops'] } }, async (_request, reply) => {
     const { metrics, kernel, redis, launcher } = deps;

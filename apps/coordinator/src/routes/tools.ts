@@ -1,6 +1,6 @@
 import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
 import {
-  errorEnvelopeSchema,
+  ERROR_CODES,
   MESSAGE_TOOLS,
   type Notice,
   noticeSchema,
@@ -17,9 +17,14 @@ import { ProcessAuth, presentedToken } from '../auth.js';
 import { HttpRefusal } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
+import { errorResponses } from './responses.js';
 
 const BLOCKING_TOOLS: readonly ToolName[] = ['wait_child_process', 'receive_process_messages'];
-const errorResponses = { 400: errorEnvelopeSchema, 401: errorEnvelopeSchema, 403: errorEnvelopeSchema };
+/** A tool call can meet any refusal of the kernel (per tool, see the tool's description). */
+const toolErrors = errorResponses(
+  ERROR_CODES.filter((code) => code !== 'internal'),
+  { body: true },
+);
 
 export interface ToolRouteDeps {
   kernel: Kernel;
@@ -64,7 +69,7 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
           security: [{ bearer: [] }],
           // An absent body is `{}`: tools whose arguments are all optional need none.
           body: z.preprocess((body) => body ?? {}, tool.args),
-          response: { 200: response, ...errorResponses },
+          response: { 200: response, ...toolErrors },
         },
       },
       async (request, reply) => {
