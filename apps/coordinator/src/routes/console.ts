@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import type { Kernel } from '@libos/kernel';
-import { errorEnvelopeSchema, pidSchema, rootOf } from '@libos/protocol';
+import { pidSchema, rootOf } from '@libos/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -12,6 +12,7 @@ import type { AdminAuth } from '../auth.js';
 import { presentedToken } from '../auth.js';
 import type { ConsoleSessions } from '../console-sessions.js';
 import { HttpRefusal } from '../http-errors.js';
+import { errorResponses } from './responses.js';
 
 export const CONSOLE_PATH = '/ui';
 
@@ -176,12 +177,9 @@ async function eventRoutes(app: FastifyInstance, deps: ConsoleRouteDeps): Promis
             description: 'A stream of server-sent events (`ready`, `changes`, `resync`).',
             content: { 'text/event-stream': { schema: z.string() } },
           },
-          400: errorEnvelopeSchema,
-          401: errorEnvelopeSchema,
-          403: errorEnvelopeSchema,
-          404: errorEnvelopeSchema,
-          429: errorEnvelopeSchema,
-          503: errorEnvelopeSchema,
+          ...errorResponses(['unauthenticated', 'permission_denied', 'not_found', 'resource_exhausted'], {
+            params: true,
+          }),
         },
       },
     },
