@@ -35,7 +35,11 @@ const CASES: Record<string, { image: ImageSpecInput; status: string; outcome: Re
   context_yield: {
     image: reasoned('context_yield'),
     status: 'failed',
-    outcome: { type: 'context_yield', usage: { prompt_tokens: 11, steps: 3 } },
+    outcome: {
+      type: 'context_yield',
+      reason: 'asked to end context_yield',
+      usage: { prompt_tokens: 11, steps: 3 },
+    },
   },
   aborted: {
     image: reasoned('aborted'),

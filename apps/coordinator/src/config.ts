@@ -33,6 +33,10 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_CONSOLE_MAX_STREAMS: int(200),
   /** The console's built assets; default `@libos/console`'s `dist`. */
   LIBOS_CONSOLE_DIR: z.string().min(1).optional(),
+  /** The most nodes one `GET /v1/admin/processes/{pid}/tree` answers (one Redis script walks them). */
+  LIBOS_TREE_MAX_NODES: int(10_000),
+  /** Candidates one page of a filtered `GET /v1/admin/processes` examines at most. */
+  LIBOS_LIST_SCAN_MAX: int(5_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

@@ -1,7 +1,13 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { KernelError } from '@libos/kernel';
-import { type ErrorCode, errorEnvelope, HTTP_STATUS_BY_CODE, type Reason } from '@libos/protocol';
+import {
+  type ErrorCode,
+  errorEnvelope,
+  HTTP_STATUS_BY_CODE,
+  type Notice,
+  type Reason,
+} from '@libos/protocol';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 
@@ -20,20 +26,28 @@ export class HttpRefusal extends Error {
 /**
  * Every error leaves as `{error: {code, message, details?}}` with the status of its code. Bad
  * bodies are `invalid_argument` naming each bad path; kernel refusals keep their code and reason.
+ * `notices` (a refused tool call's) ride in the envelope as `error.notices`.
  */
-export function sendError(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function sendError(
+  error: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  notices?: Notice[],
+): FastifyReply {
   if (hasZodFastifySchemaValidationErrors(error)) {
     const issues = error.validation.map((v) => ({
       path: [error.validationContext, ...v.instancePath.split('/').filter(Boolean)].join('.'),
       message: v.message ?? 'invalid',
     }));
     const message = issues.map((i) => `${i.path}: ${i.message}`).join('; ');
-    return reply.status(400).send(errorEnvelope('invalid_argument', message, { issues }));
+    return reply.status(400).send(errorEnvelope('invalid_argument', message, { issues }, notices));
   }
   if (error instanceof KernelError) {
     if (error.code === 'internal' || error.code === 'unavailable')
       request.log.error({ err: error }, 'kernel error');
-    return reply.status(HTTP_STATUS_BY_CODE[error.code]).send(error.toEnvelope());
+    return reply
+      .status(HTTP_STATUS_BY_CODE[error.code])
+      .send(errorEnvelope(error.code, error.message, error.details, notices));
   }
   if (error instanceof HttpRefusal) {
     const details =
@@ -42,18 +56,25 @@ export function sendError(error: unknown, request: FastifyRequest, reply: Fastif
         : undefined;
     return reply
       .status(HTTP_STATUS_BY_CODE[error.code])
-      .send(errorEnvelope(error.code, error.message, details));
+      .send(errorEnvelope(error.code, error.message, details, notices));
   }
   const fastifyError = error as Partial<FastifyError>;
   if (fastifyError.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
     return reply
       .status(413)
-      .send(errorEnvelope('payload_too_large', fastifyError.message ?? 'body too large'));
+      .send(errorEnvelope('payload_too_large', fastifyError.message ?? 'body too large', undefined, notices));
   }
   if (typeof fastifyError.statusCode === 'number' && fastifyError.statusCode < 500) {
     return reply
       .status(400)
-      .send(errorEnvelope('invalid_argument', fastifyError.message ?? 'the request is malformed'));
+      .send(
+        errorEnvelope(
+          'invalid_argument',
+          fastifyError.message ?? 'the request is malformed',
+          undefined,
+          notices,
+        ),
+      );
   }
   if (isRedisOutage(error)) {
     request.log.error({ err: error }, 'redis unavailable');

@@ -122,7 +122,12 @@ export async function buildServer(
   const showPool = (pool: string) => board?.show(launcher.queue(pool));
   const kernel = new Kernel({
     redis,
-    limits: { pollMs: config.LIBOS_LONG_POLL_MS },
+    limits: {
+      pollMs: config.LIBOS_LONG_POLL_MS,
+      treeMaxNodes: config.LIBOS_TREE_MAX_NODES,
+      treeDefaultNodes: Math.min(2_000, config.LIBOS_TREE_MAX_NODES),
+      listScanMax: config.LIBOS_LIST_SCAN_MAX,
+    },
     onLaunch: async (launch) => {
       showPool(launch.pool);
       await launcher.enqueue(launch);

@@ -225,15 +225,18 @@ describe('metrics of the distributed loop', () => {
 });
 
 describe('notices on refusals', () => {
-  test('an interrupt due when a call is refused rides on the next successful call', async () => {
+  test('an interrupt due when a call is refused rides on the refusal itself, once', async () => {
     const root = await h.admin.createProcess({ goal: 'refused then told' });
     const me = h.as(root.token!);
     const interrupt = await me.send({ to: 'self', kind: 'interrupt', body: 'new instructions' });
-    await expect(me.getProcess({ pid: 'pnosuchproc1' })).rejects.toMatchObject({ code: 'not_found' });
+    const told = [expect.objectContaining({ kind: 'interrupt', message_ids: [interrupt.message_id] })];
+    await expect(me.getProcess({ pid: 'pnosuchproc1' })).rejects.toMatchObject({
+      code: 'not_found',
+      notices: told,
+    });
+    expect(me.lastNotices).toEqual(told);
     await me.getProcess();
-    expect(me.lastNotices).toEqual([
-      expect.objectContaining({ kind: 'interrupt', message_ids: [interrupt.message_id] }),
-    ]);
+    expect(me.lastNotices).toEqual([]);
   });
 });
 

@@ -34,6 +34,12 @@ test('during a Redis outage every call answers 503 unavailable in the envelope, 
     ['GET', `/v1/admin/processes/${pid}`],
     ['POST', `/v1/admin/processes/${pid}/signal`, { signal: 'cancel' }],
     ['GET', `/v1/admin/objects/${encodeURIComponent(oid)}`],
+    ['GET', `/v1/admin/processes/${pid}/messages`],
+    ['GET', `/v1/admin/processes/${pid}/objects`],
+    ['GET', `/v1/admin/processes/${pid}/tree`],
+    ['GET', `/v1/admin/processes/${pid}/describe`],
+    ['GET', `/v1/admin/processes?root=${pid}`],
+    ['GET', '/v1/admin/processes?roots=true'],
   ];
   const tools: Array<[string, unknown]> = [
     ['get_process', {}],

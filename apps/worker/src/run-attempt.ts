@@ -4,6 +4,7 @@ import {
   type Completion,
   completionFromRunResult,
   type LaunchJob,
+  outcomeTypeOfTerminal,
   type ProcessStatus,
 } from '@libos/protocol';
 import { contractRun } from '@libos/runner';
@@ -12,6 +13,7 @@ import type { Logger } from 'pino';
 import { childEnvironment } from './child-env.js';
 import { ChildSignals } from './child-signals.js';
 import { confineRequest } from './isolation.js';
+import { type LaunchProgress, progressGoal } from './job-report.js';
 import { planLaunch } from './launch-plan.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { isTransient, reportCompletion, withRetry } from './report.js';
@@ -64,7 +66,11 @@ export function fenceMs(leaseMs: number): number {
  * report the ending with the attempt's fence. A child's failure is kernel state, never a thrown
  * error.
  */
-export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<AttemptSummary> {
+export async function runAttempt(
+  job: LaunchJob,
+  ctx: AttemptContext,
+  progress: (update: LaunchProgress) => void = () => {},
+): Promise<AttemptSummary> {
   const { pid, attempt } = job;
   const log = ctx.log.child({ pid, attempt });
   const retry = { withinMs: 3 * ctx.leaseMs, log };
@@ -105,6 +111,8 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
     await ctx.kernel.flushIndex();
     // Per-launch lines are debug: at info they cost a measurable share of a trivial child's CPU.
     log.debug({ image: claimed.image }, 'attempt claimed');
+    const shown = { pid, attempt, goal: progressGoal(claimed.goal), image: claimed.image };
+    progress({ ...shown, status: 'running' });
     ctx.running.add(signals);
     const ids = { pid, attempt, fence: claimed.fence };
     const fence = { id: claimed.attempt_id, claimSentAt, ms: fenceMs(ctx.leaseMs) };
@@ -135,6 +143,12 @@ export async function runAttempt(job: LaunchJob, ctx: AttemptContext): Promise<A
       const completion = await runChild(claimed, minted.token, signals, ctx, log, fence);
       reporting = true;
       const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
+      if (done) {
+        // a kill's reason is the signal's, which the kernel holds: the failed job's reason says it
+        const reason = done.status === 'killed' ? undefined : completion.terminal.reason;
+        const type = done.status === 'killed' ? 'killed' : outcomeTypeOfTerminal(completion.terminal.type);
+        progress({ ...shown, status: done.status, outcome: { type, ...(reason ? { reason } : {}) } });
+      }
       return {
         pid,
         attempt,

@@ -2,11 +2,12 @@ import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { createRedis } from '@libos/redis';
 import { type IsolationReport, Sandbox, Watchdog } from '@libos/sandbox';
-import { Worker } from 'bullmq';
+import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
+import { endedJobError, ProcessEnded } from './job-report.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
 
@@ -80,20 +81,33 @@ export async function startWorker(
     maxResultBytes: config.isolation.maxResultBytes,
   };
 
-  const processJob = async (data: unknown): Promise<Summary> => {
-    const parsed = launchJobSchema.safeParse(data);
+  const processJob = async (job: Job<LaunchJob, Summary>): Promise<Summary> => {
+    const parsed = launchJobSchema.safeParse(job.data);
     if (!parsed.success || !pidSchema.safeParse(parsed.data.pid).success) {
-      log.error({ data }, 'a launch job that names no attempt: ignored');
+      log.error({ data: job.data }, 'a launch job that names no attempt: ignored');
       return { ignored: 'malformed job data' };
     }
-    return runAttempt(parsed.data, context);
+    const { pid } = parsed.data;
+    // Progress is for the board: never awaited on the child's path, and its loss is harmless.
+    const summary = await runAttempt(parsed.data, context, (update) => {
+      job.updateProgress({ ...update }).catch((error: unknown) => {
+        log.debug({ pid, err: String(error) }, 'job progress not recorded');
+      });
+    });
+    // A process that ended failed or killed is a failed job, with the outcome's reason.
+    if (summary.status === 'failed' || summary.status === 'killed' || summary.refused === 'not_runnable') {
+      const view = await kernel.admin.getProcess(pid).catch(() => undefined);
+      const ended = view ? endedJobError(pid, view.status, view.outcome) : undefined;
+      if (ended) throw ended;
+    }
+    return summary;
   };
   // A dead worker's job stalls once its lock lapses; with maxStalledCount 0 BullMQ fails it
   // instead of handing it out again (the kernel's claim would refuse it anyway). The lock is
   // renewed every half of its duration, comfortably more often than it can lapse.
   const lockMs = Math.max(3 * config.leaseMs, 1_000);
   const workers = config.pools.map((pool) => {
-    const worker = new Worker<LaunchJob, Summary>(launchQueueName(pool), (job) => processJob(job.data), {
+    const worker = new Worker<LaunchJob, Summary>(launchQueueName(pool), processJob, {
       connection: queues,
       prefix: QUEUE_PREFIX,
       concurrency: config.concurrency,
@@ -103,12 +117,14 @@ export async function startWorker(
       name: config.workerId,
     });
     worker.on('error', (error) => log.error({ pool, err: error.message }, 'queue worker error'));
-    worker.on('failed', (job, error) =>
+    worker.on('failed', (job, error) => {
+      // the process's own failure, told to the board: the kernel holds it, nothing went wrong here
+      if (error instanceof ProcessEnded) return;
       log.error(
         { pool, job: job?.id, pid: job?.data.pid, attempt: job?.data.attempt, err: error.message },
         'launch job failed (a stalled job of a dead worker, or no claim was possible)',
-      ),
-    );
+      );
+    });
     return worker;
   });
   await Promise.all(workers.map((worker) => worker.waitUntilReady()));

@@ -90,14 +90,23 @@ describe('a launch', () => {
   });
 });
 
+/** The launch job of `pid`'s first attempt once BullMQ has it failed (read after the move). */
+async function failedJob(pool: string, pid: string) {
+  const id = launchJobId(pid, 1);
+  await eventually(async () => ((await h.queue(pool).getJobState(id)) === 'failed' ? true : undefined));
+  const job = await h.queue(pool).getJob(id);
+  if (!job) throw new Error(`no job ${id}`);
+  return job;
+}
+
 describe('each contract ending', () => {
   it('maps to failed (or its own outcome type) with the contract’s reason', async () => {
     const parent = await root(h);
     const cases = [
       ['no_report', 'no_report', undefined],
       ['max_steps_exhausted', 'max_steps_exhausted', undefined],
-      // the contract's ContextYield terminal carries no reason, though the child must give one
-      ['context_yield', 'context_yield', undefined],
+      // the contract's ContextYield terminal carries no reason; the child's own reaches the outcome
+      ['context_yield', 'context_yield', 'asked to end context_yield'],
       ['aborted', 'failed', 'aborted: asked to end aborted'],
       ['interrupted', 'failed', 'interrupted: asked to end interrupted'],
       ['failed', 'failed', 'asked to end failed'],
@@ -120,6 +129,19 @@ describe('each contract ending', () => {
         usage: { prompt_tokens: 11, completion_tokens: 4, steps: 3 },
       });
       expect(waited.outcome?.reason).toBe(reason);
+      // Bull Board tells the truth: a failed process is a failed job, with the outcome's reason,
+      // and its progress shows goal, image and status
+      const pid = children[i] ?? '';
+      const job = await failedJob('default', pid);
+      expect(job.failedReason).toBe(`${pid} failed (${type}${reason ? `: ${reason}` : ''})`);
+      expect(job.data).toEqual({ pid, attempt: 1 });
+      expect(job.progress).toMatchObject({
+        pid,
+        goal: 'test child',
+        status: 'failed',
+        outcome: { type, ...(reason ? { reason } : {}) },
+      });
+      expect((job.progress as { image: string }).image).toMatch(/^img-/);
     }
   });
 
@@ -182,12 +204,13 @@ describe('at most once', () => {
     await h.kernel.tools.signal_child_process({ pid: parent }, { child_pid: dropped, signal: 'cancel' });
     expect((await view(h, dropped)).status).toBe('killed');
     await h.startWorker({ LIBOS_POOLS: 'held' });
-    for (const pid of [held, dropped]) {
-      const summary = await eventually(
-        async () => (await h.queue('held').getJob(launchJobId(pid, 1)))?.returnvalue ?? undefined,
-      );
-      expect(summary).toEqual({ pid, attempt: 1, claimed: false, refused: 'not_runnable' });
-    }
+    const summary = await eventually(
+      async () => (await h.queue('held').getJob(launchJobId(held, 1)))?.returnvalue ?? undefined,
+    );
+    expect(summary).toEqual({ pid: held, attempt: 1, claimed: false, refused: 'not_runnable' });
+    // the killed one is a failed job on the board, with the kill's reason
+    const killedJob = await failedJob('held', dropped);
+    expect(killedJob.failedReason).toBe(`${dropped} killed (killed: cancel)`);
     expect((await view(h, held)).status).toBe('paused');
     await h.kernel.tools.signal_child_process({ pid: parent }, { child_pid: held, signal: 'resume' });
     const waited = await waitChild(h, parent, held);

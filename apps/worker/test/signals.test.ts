@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { shChildLaunch } from '@libos/examples';
+import { launchJobId } from '@libos/protocol';
 import { hostPid, LAST_JOB_PID, SELF_PID } from '@libos/testkit';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -106,6 +107,12 @@ describe('cancel', () => {
         usage: { prompt_tokens: 1, completion_tokens: 0, steps: 1 },
       },
     });
+    // on Bull Board the killed process is a failed job with the kill's reason
+    const id = launchJobId(child, 1);
+    await eventually(async () => ((await h.queue().getJobState(id)) === 'failed' ? true : undefined));
+    const job = await h.queue().getJob(id);
+    expect(job?.failedReason).toBe(`${child} killed (killed: enough)`);
+    expect(job?.progress).toMatchObject({ pid: child, status: 'killed', outcome: { type: 'killed' } });
   });
 
   it('kills a child that ignores stdin EOF after the image’s grace, and a paused one too', async () => {

@@ -55,6 +55,11 @@ export const contractRunResultSchema = z.object({
   unaccounted: z.string().optional(),
   exitCode: z.number().optional(),
   usage: usageSchema.optional(),
+  /**
+   * The reason a `context_yield` result gave (an addition to the reference's fields: the terminal
+   * keeps the reference's shape, and the reason reaches the process's outcome).
+   */
+  yieldReason: z.string().optional(),
 });
 export type ContractRunResult = z.infer<typeof contractRunResultSchema>;
 
@@ -106,7 +111,9 @@ export function classifyLaunch(evidence: LaunchEvidence): ContractRunResult {
     return { terminal: { type: 'captured' }, report: ending.output, ...counters, ...exit };
   }
   const terminal: Terminal = evidence.timedOut ? { type: 'timed_out' } : terminalOf(ending);
-  return { terminal, ...counters, ...exit };
+  const yielded =
+    terminal.type === 'context_yield' && 'reason' in ending ? { yieldReason: ending.reason } : {};
+  return { terminal, ...counters, ...exit, ...yielded };
 }
 
 function accountOf(usage: Usage | undefined, steps: number | undefined) {

@@ -189,6 +189,12 @@ describe('classifyLaunch: a valid result', () => {
     expect(classified.unaccounted).toBeUndefined();
   });
 
+  it('keeps the reason a context_yield result gave beside the terminal, not in it', () => {
+    const classified = classifyLaunch(launched(result('context_yield', { reason: 'ceiling', usage: USAGE })));
+    expect(classified.terminal).toEqual({ type: 'context_yield' });
+    expect(classified.yieldReason).toBe('ceiling');
+  });
+
   it('a result without usage has zero tokens, its steps, and says so', () => {
     expect(classifyLaunch(launched(result('no_report', { steps: 4 }), { exitCode: 0 }))).toEqual({
       terminal: { type: 'no_report' },

@@ -1,5 +1,8 @@
 import {
+  type AdminMessagesResult,
   type AdminObject,
+  type AdminObjectsResult,
+  type AdminTreeResult,
   type AdminWaitResult,
   adminSignalArgsSchema,
   adminWaitArgsSchema,
@@ -7,6 +10,7 @@ import {
   type Capability,
   type CreateRootResult,
   createRootArgsSchema,
+  type DescribeResult,
   IMAGE_READ_RIGHT,
   type ImageView,
   imageResource,
@@ -14,7 +18,6 @@ import {
   jsonValueSchema,
   type Launch,
   type ListProcessesResult,
-  listProcessesQuerySchema,
   oidSchema,
   type ProcessView,
   pidSchema,
@@ -23,8 +26,9 @@ import {
   type ToolResult,
 } from '@libos/protocol';
 import { z } from 'zod';
+import { AdminReads, redisCall } from './admin-reads.js';
 import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
-import { fromRedisError, KernelError, parseOrThrow } from './errors.js';
+import { KernelError, parseOrThrow } from './errors.js';
 import type { ProcessTools } from './process-tools.js';
 import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import type { IndexRecord } from './scripts.js';
@@ -50,13 +54,6 @@ export const DEFAULT_ROOT_CAPABILITIES: Capability[] = [
 
 const createHeadSchema = z.object({ pid: z.string() });
 
-/** A Redis call whose failure leaves as a KernelError (`unavailable` when Redis is down). */
-function redisCall<T>(call: Promise<T>): Promise<T> {
-  return call.catch((error: unknown) => {
-    throw fromRedisError(error);
-  });
-}
-
 function normalizeAbsolute(path: string): string {
   if (!path.startsWith('/') || path.includes('\0')) {
     throw new KernelError('invalid_argument', `cwd must be an absolute path: ${path}`, { reason: 'path' });
@@ -78,7 +75,11 @@ export class AdminOps {
   constructor(
     private readonly core: KernelCore,
     private readonly processes: ProcessTools,
-  ) {}
+  ) {
+    this.reads = new AdminReads(core);
+  }
+
+  private readonly reads: AdminReads;
 
   putImage(name: string, spec: unknown): Promise<ImageView> {
     return this.core.images.put(name, spec);
@@ -148,36 +149,32 @@ export class AdminOps {
     return viewOf(rowFromFlat(reply.rest[0]));
   }
 
-  /** Processes by status (from the derived index), ordered by pid, with a cursor. */
-  async listProcesses(query: unknown = {}): Promise<ListProcessesResult> {
-    const q = parseOrThrow(listProcessesQuerySchema, query, 'list processes');
-    const key = q.status ? this.core.keys.indexStatus(q.status) : this.core.keys.indexAll;
-    const { page, next_cursor } = await this.indexPage(key, q.cursor, q.limit);
-    const pipeline = this.core.redis.pipeline();
-    for (const pid of page) pipeline.hgetall(this.core.keys.row(pid));
-    const rows = (await redisCall(pipeline.exec())) ?? [];
-    const processes: ProcessView[] = [];
-    for (const [error, value] of rows) {
-      if (error) throw new KernelError('unavailable', error.message);
-      const flat = Object.entries(storedObjectSchema.parse(value)).flat();
-      if (flat.length === 0) continue;
-      const view = viewOf(rowFromFlat(flat));
-      if (!q.status || view.status === q.status) processes.push(view);
-    }
-    return { processes, next_cursor };
+  /**
+   * Processes newest first, filtered by status, root, parent, roots only, image, created_after,
+   * with a cursor stable under inserts (see `AdminReads.listProcesses`).
+   */
+  listProcesses(query: unknown = {}): Promise<ListProcessesResult> {
+    return this.reads.listProcesses(query);
   }
 
-  /** One page of an index set's pids, in pid order after `cursor`, once pending records are in. */
-  private async indexPage(
-    key: string,
-    cursor: string | undefined,
-    limit: number,
-  ): Promise<{ page: string[]; next_cursor: string | null }> {
-    await redisCall(this.core.index.drain());
-    const start = cursor ? `(${cursor}` : '-';
-    const pids = await redisCall(this.core.redis.zrangebylex(key, start, '+', 'LIMIT', 0, limit + 1));
-    const page = pids.slice(0, limit);
-    return { page, next_cursor: pids.length > limit ? (page[page.length - 1] ?? null) : null };
+  /** A process's mailbox, acknowledged and unread, filtered; never acknowledges or consumes. */
+  messages(pid: string, query: unknown = {}): Promise<AdminMessagesResult> {
+    return this.reads.messages(pid, query);
+  }
+
+  /** The objects a process owns or holds a handle to, by object number. */
+  objects(pid: string, query: unknown = {}): Promise<AdminObjectsResult> {
+    return this.reads.objects(pid, query);
+  }
+
+  /** A process's subtree, breadth-first, bounded (`truncated`). */
+  tree(pid: string, query: unknown = {}): Promise<AdminTreeResult> {
+    return this.reads.tree(pid, query);
+  }
+
+  /** Everything about one process (`libos describe`). */
+  describe(pid: string): Promise<DescribeResult> {
+    return this.reads.describe(pid);
   }
 
   /**
@@ -190,7 +187,15 @@ export class AdminOps {
     cursor?: string,
     limit = 500,
   ): Promise<{ launches: StaleLaunch[]; next_cursor: string | null }> {
-    const { page, next_cursor } = await this.indexPage(this.core.keys.indexStatus('runnable'), cursor, limit);
+    await redisCall(this.core.index.drain());
+    const candidates = await this.reads.indexCandidates(
+      this.core.keys.indexStatus('runnable'),
+      cursor,
+      limit,
+    );
+    const page = candidates.items.map((item) => item.pid);
+    const last = candidates.items[candidates.items.length - 1];
+    const next_cursor = candidates.exhausted || !last ? null : last.cursor;
     const pipeline = this.core.redis.pipeline();
     for (const pid of page) {
       pipeline.hmget(this.core.keys.row(pid), 'status', 'driver', 'attempt', 'pool', 'ut', 'ct');
@@ -280,13 +285,19 @@ export class AdminOps {
       cursor = next;
       if (keys.length === 0) continue;
       const pipeline = this.core.redis.pipeline();
-      for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run');
+      for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run', 'ct');
       const records: IndexRecord[] = [];
       for (const [error, value] of (await redisCall(pipeline.exec())) ?? []) {
         if (error) continue;
-        const [pid, gen, status, lease, run] = indexFieldsSchema.parse(value);
+        const [pid, gen, status, lease, run, created] = indexFieldsSchema.parse(value);
         if (!pid || !gen || !status) continue;
-        records.push([pid, Number(gen), status, run === 'live' ? Number(lease ?? '0') : 0]);
+        records.push([
+          pid,
+          Number(gen),
+          status,
+          run === 'live' ? Number(lease ?? '0') : 0,
+          Number(created ?? '0'),
+        ]);
       }
       if (records.length > 0)
         await this.core.scripts.index(this.core.keys.indexGen, this.core.keys.index, records);

@@ -35,6 +35,16 @@ export interface KernelLimits {
    * its lease).
    */
   indexBatchMs: number;
+  /** Nodes an admin tree read returns when the query names no `max_nodes`. */
+  treeDefaultNodes: number;
+  /** The most nodes one admin tree read returns (one script: it bounds the script's time). */
+  treeMaxNodes: number;
+  /** Goals in a tree read are cut to this many bytes. */
+  goalPreviewBytes: number;
+  /** Candidates one page of a filtered process listing examines at most. */
+  listScanMax: number;
+  /** Attempts a process row remembers (worker, claimed and ended times, how it ended). */
+  attemptHistory: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -45,6 +55,11 @@ export const DEFAULT_LIMITS: KernelLimits = {
   imageCacheMs: 1_000,
   wakeLingerMs: 10_000,
   indexBatchMs: 20,
+  treeDefaultNodes: 2_000,
+  treeMaxNodes: 10_000,
+  goalPreviewBytes: 256,
+  listScanMax: 5_000,
+  attemptHistory: 20,
 };
 
 export interface KernelOptions {

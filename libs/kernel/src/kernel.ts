@@ -161,6 +161,15 @@ export class Kernel {
     return this.messages.take(pid, phase);
   }
 
+  /**
+   * Consume the notices due to a caller whose tool call was refused (one script): interrupts too
+   * when `interrupts` (the refused call was not a message tool), normal ones always.
+   */
+  takeNoticesOnRefusal(pid: string, interrupts: boolean): Promise<Notice[]> {
+    parseOrThrow(pidSchema, pid, 'pid');
+    return this.messages.takeOnRefusal(pid, interrupts);
+  }
+
   /** Wait until the status index has caught up with every transition made so far. */
   flushIndex(): Promise<void> {
     return this.core.index.drain();

@@ -58,6 +58,10 @@ export class Keys {
   get indexAll(): string {
     return `${this.index}all`;
   }
+  /** Root pids (scored by creation time, like `all`). */
+  get indexRoots(): string {
+    return `${this.index}roots`;
+  }
   get leases(): string {
     return `${this.index}leases`;
   }

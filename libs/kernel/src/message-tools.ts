@@ -184,6 +184,23 @@ export class MessageTools {
     const ids = noticeHeadSchema.parse(reply.head).ids;
     return noticeFor(phase === 'before' ? 'interrupt' : 'normal', ids);
   }
+
+  /**
+   * The notices due to a caller whose tool call was refused, consumed in one step: interrupts
+   * (when the call was not a message tool) and normal ones, so a refusal delays none of them.
+   */
+  async takeOnRefusal(pid: string, interrupts: boolean): Promise<Notice[]> {
+    const reply = await this.core.run('notices', pid, { pid, phase: 'refused', interrupts });
+    const due = peekHeadSchema.parse(reply.head);
+    return [noticeFor('interrupt', due.interrupt), noticeFor('normal', due.normal)].filter(
+      (notice): notice is Notice => notice !== undefined,
+    );
+  }
+}
+
+/** A stored message (header and content strings) of `pid`'s mailbox as the wire shows it. */
+export function storedMessage(headerText: string, contentText: string, pid: string): MessageView {
+  return messageOf(headerText, contentText, idOf(headerText, pid));
 }
 
 /** Message ids are `<root>/m<n>`; the header carries n. */

@@ -172,6 +172,8 @@ export function viewOf(row: ProcessRow): ProcessView {
     resource_budget: budgetOf(row),
     created_at: iso(Number(field(row, 'ct'))),
     updated_at: iso(Number(field(row, 'ut') || field(row, 'ct'))),
+    started_at: startedAt(row),
+    ended_at: field(row, 'et') ? iso(Number(field(row, 'et'))) : null,
     driver: field(row, 'driver') === 'caller' ? 'caller' : 'worker',
     mode: modeSchema.parse(field(row, 'mode')),
     pending_signal: psig ? pendingSignalSchema.parse(parseJson(psig)) : null,
@@ -186,6 +188,17 @@ export function viewOf(row: ProcessRow): ProcessView {
     inherited_paths: pathsOf(row),
     merged: field(row, 'merged') === '1',
   };
+}
+
+const claimedSchema = z.array(z.object({ n: z.number(), c: z.number() }).loose());
+
+/** The claim of the current attempt (the row's attempt history); caller-driven: its creation. */
+function startedAt(row: ProcessRow): string | null {
+  if (field(row, 'driver') === 'caller') return iso(Number(field(row, 'ct')));
+  const raw = field(row, 'att');
+  if (!raw) return null;
+  const last = claimedSchema.parse(parseJson(raw)).at(-1);
+  return last && last.n === Number(field(row, 'attempt')) ? iso(last.c) : null;
 }
 
 const storedSchemaSchema = z.record(z.string(), jsonValueSchema);

@@ -25,6 +25,8 @@ export const TREE_SCRIPTS = [
   'renew',
   'complete',
   'recover',
+  'tree',
+  'mail_peek',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 
@@ -34,7 +36,7 @@ function luaSource(name: string): string {
   return readFileSync(new URL(`./lua/${name}.lua`, import.meta.url), 'utf8');
 }
 
-const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number()]);
+const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number(), z.number().optional()]);
 export type IndexRecord = z.infer<typeof indexRecordSchema>;
 
 const headSchema = z.looseObject({
@@ -60,7 +62,7 @@ export interface ScriptReply {
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
-const LIB_MODULES = ['caps', 'budget', 'objects', 'terminal', 'mail', 'rows'] as const;
+const LIB_MODULES = ['caps', 'budget', 'objects', 'terminal', 'mail', 'rows', 'attempts'] as const;
 const REQUIRES: Record<string, readonly string[]> = { terminal: ['budget', 'objects'] };
 
 /** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */

@@ -68,6 +68,7 @@ export class WorkerOps {
       th: args.token_hash,
       lease_ms: args.lease_ms,
       fence,
+      att_max: this.core.limits.attemptHistory,
     });
     const row = rowFromFlat(reply.rest[0]);
     const parent = field(row, 'parent');

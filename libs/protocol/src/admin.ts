@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { budgetRequestSchema } from './budget.js';
 import { capabilityRequirementSchema, capabilitySchema } from './capability.js';
 import { clearanceSchema, imageNameSchema, jsonValueSchema, pidSchema, timestampSchema } from './common.js';
-import { processStatusSchema, processViewSchema, signalSchema } from './process.js';
+import { processStatusSchema, signalSchema } from './process.js';
 
 export const RESULT_FILE_ARG = '{result_file}';
 
@@ -106,15 +106,3 @@ export const adminSignalArgsSchema = z.strictObject({
   signal: signalSchema,
   reason: z.string().max(1000).optional(),
 });
-
-export const listProcessesQuerySchema = z.strictObject({
-  status: processStatusSchema.optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  cursor: z.string().max(200).optional(),
-});
-export type ListProcessesQuery = z.infer<typeof listProcessesQuerySchema>;
-export const listProcessesResultSchema = z.object({
-  processes: z.array(processViewSchema),
-  next_cursor: z.string().nullable(),
-});
-export type ListProcessesResult = z.infer<typeof listProcessesResultSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { type Notice, noticeSchema } from './messages.js';
 
 /** The error codes of the public surface and the HTTP status each maps to. */
 export const HTTP_STATUS_BY_CODE = {
@@ -60,16 +61,33 @@ export type Reason = z.infer<typeof reasonSchema>;
 export const errorDetailsSchema = z.looseObject({ reason: reasonSchema.optional() });
 export type ErrorDetails = z.infer<typeof errorDetailsSchema>;
 
-/** The body of every 4xx/5xx answer: `{error: {code, message, details?}}`. */
+/**
+ * The body of every 4xx/5xx answer: `{error: {code, message, details?, notices?}}`. `notices`
+ * only on a refused tool call: the mailbox notices due to the caller, as a successful answer
+ * carries them at its top level, so a refusal delays no interrupt.
+ */
 export const errorEnvelopeSchema = z.object({
   error: z.object({
     code: errorCodeSchema,
     message: z.string(),
     details: errorDetailsSchema.optional(),
+    notices: z.array(noticeSchema).optional(),
   }),
 });
 export type ErrorEnvelope = z.infer<typeof errorEnvelopeSchema>;
 
-export function errorEnvelope(code: ErrorCode, message: string, details?: ErrorDetails): ErrorEnvelope {
-  return { error: details ? { code, message, details } : { code, message } };
+export function errorEnvelope(
+  code: ErrorCode,
+  message: string,
+  details?: ErrorDetails,
+  notices?: Notice[],
+): ErrorEnvelope {
+  return {
+    error: {
+      code,
+      message,
+      ...(details ? { details } : {}),
+      ...(notices && notices.length > 0 ? { notices } : {}),
+    },
+  };
 }

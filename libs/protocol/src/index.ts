@@ -1,4 +1,5 @@
 export * from './admin.js';
+export * from './admin-reads.js';
 export * from './budget.js';
 export * from './capability.js';
 export * from './common.js';

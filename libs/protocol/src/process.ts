@@ -106,6 +106,10 @@ export const processViewSchema = z.object({
   resource_budget: budgetViewSchema,
   created_at: timestampSchema,
   updated_at: timestampSchema,
+  /** When its current attempt was claimed (caller-driven: when it was created); null before. */
+  started_at: timestampSchema.nullable(),
+  /** When it reached its terminal status; null while it lives. */
+  ended_at: timestampSchema.nullable(),
   /** Who drives it: a worker (launched) or its caller through the tools API. */
   driver: z.enum(['worker', 'caller']),
   mode: z.enum(LAUNCH_MODES),

@@ -128,12 +128,22 @@ export interface ContractRunResultLike {
   costUsd?: number;
   unaccounted?: string;
   exitCode?: number;
+  /** The reason a `context_yield` child gave. */
+  yieldReason?: string;
 }
 
-/** Build a completion from a contract run and the measured wall time. Validates the report as JSON. */
+/**
+ * Build a completion from a contract run and the measured wall time. Validates the report as JSON.
+ * A `context_yield` terminal carries the child's own reason, so the outcome an operator reads says
+ * why the child yielded.
+ */
 export function completionFromRunResult(result: ContractRunResultLike, wallMs: number): Completion {
+  const terminal =
+    result.terminal.type === 'context_yield' && result.yieldReason !== undefined
+      ? { type: result.terminal.type, reason: result.yieldReason }
+      : result.terminal;
   return completionSchema.parse({
-    terminal: result.terminal,
+    terminal,
     ...(result.terminal.type === 'captured' ? { report: result.report ?? null } : {}),
     usage: {
       prompt_tokens: result.promptTokens,

@@ -175,6 +175,17 @@ describe('completions', () => {
     );
     expect(failed).not.toHaveProperty('report');
     expect(failed.unaccounted).toBe('the child left no result');
+    const yielded = completionFromRunResult(
+      {
+        terminal: { type: 'context_yield' },
+        yieldReason: 'context ceiling',
+        stepsUsed: 1,
+        promptTokens: 0,
+        completionTokens: 0,
+      },
+      10,
+    );
+    expect(yielded.terminal).toEqual({ type: 'context_yield', reason: 'context ceiling' });
   });
 });
 

@@ -1,9 +1,12 @@
 import {
   budgetRequestSchema,
   jsonValueSchema,
+  type ListProcessesInput,
   type ProcessStatus,
   type ProcessView,
+  pidSchema,
   processStatusSchema,
+  rootOf,
   signalSchema,
 } from '@libos/protocol';
 import type { AdminClient } from '@libos/sdk';
@@ -12,14 +15,28 @@ import type { z } from 'zod';
 import { adminClient, type GlobalOptions } from '../context.js';
 import { CliError, parseChoice } from '../errors.js';
 import { emit, paintStatus } from '../output.js';
+import { describeText } from './describe.js';
 import { outcomeText, processTable, processTree } from './ps.js';
 
-export async function allProcesses(admin: AdminClient, status?: ProcessStatus): Promise<ProcessView[]> {
+/** A pid argument, refused in one line when it is not one. */
+function parsePid(what: string, text: string): string {
+  if (!pidSchema.safeParse(text).success)
+    throw new CliError(`${what}: ${text} is not a pid (e.g. p4k9x2m7q or p4k9x2m7q.12)`);
+  return text;
+}
+
+/** Every process the filters select, newest first, following cursors. */
+export async function allProcesses(
+  admin: AdminClient,
+  status?: ProcessStatus,
+  filters: Omit<ListProcessesInput, 'status' | 'cursor' | 'limit'> = {},
+): Promise<ProcessView[]> {
   const all: ProcessView[] = [];
   let cursor: string | undefined;
   do {
     const page = await admin.listProcesses({
       limit: 1000,
+      ...filters,
       ...(status ? { status } : {}),
       ...(cursor ? { cursor } : {}),
     });
@@ -84,17 +101,51 @@ export function registerProcessCommands(program: Command): void {
 
   program
     .command('ps')
-    .description('list processes')
+    .description('list processes, newest first (a tree: siblings in spawn order)')
     .option('-s, --status <status>', 'only this status')
+    .option('-r, --root <pid>', "only this root's tree")
+    .option('-p, --parent <pid>', 'only the direct children of this process')
+    .option('-i, --image <name>', 'only processes of this image')
+    .option('--roots', 'only root processes')
     .option('-t, --tree', 'as trees, with outcomes and budgets')
-    .action(async (opts: { status?: string; tree?: boolean }) => {
+    .action(
+      async (opts: {
+        status?: string;
+        tree?: boolean;
+        root?: string;
+        parent?: string;
+        image?: string;
+        roots?: boolean;
+      }) => {
+        const global = program.opts<GlobalOptions>();
+        const status =
+          opts.status === undefined ? undefined : parseChoice('status', processStatusSchema, opts.status);
+        const root = opts.root === undefined ? undefined : parsePid('--root', opts.root);
+        if (root?.includes('.'))
+          throw new CliError(
+            `--root ${root} is not a root pid: use --parent ${root}, or its root ${rootOf(root)}`,
+          );
+        const parent = opts.parent === undefined ? undefined : parsePid('--parent', opts.parent);
+        const processes = await allProcesses(await adminClient(global), status, {
+          ...(root ? { root } : {}),
+          ...(parent ? { parent } : {}),
+          ...(opts.image ? { image: opts.image } : {}),
+          ...(opts.roots ? { roots: 'true' as const } : {}),
+        });
+        emit(global.json, processes, () =>
+          opts.tree ? processTree(processes, { budgets: true }) : processTable(processes),
+        );
+      },
+    );
+
+  program
+    .command('describe')
+    .description('everything about one process: goal, attempts, budget, capabilities, outcome, result, mail')
+    .argument('<pid>')
+    .action(async (pid: string) => {
       const global = program.opts<GlobalOptions>();
-      const status =
-        opts.status === undefined ? undefined : parseChoice('status', processStatusSchema, opts.status);
-      const processes = await allProcesses(await adminClient(global), status);
-      emit(global.json, processes, () =>
-        opts.tree ? processTree(processes, { budgets: true }) : processTable(processes),
-      );
+      const described = await (await adminClient(global)).describeProcess(parsePid('pid', pid));
+      emit(global.json, described, () => describeText(described));
     });
 
   program

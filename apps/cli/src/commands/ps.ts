@@ -17,16 +17,28 @@ export function budgetText(budget: BudgetView): string {
   return parts.join(', ');
 }
 
-export function processTable(processes: ProcessView[]): string {
+/** How long ago `iso` was, compactly: `45s`, `12m`, `3h`, `2d`. */
+export function ago(iso: string, now = Date.now()): string {
+  const seconds = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (seconds < 120) return `${seconds}s`;
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`;
+  if (seconds < 172_800) return `${Math.round(seconds / 3600)}h`;
+  return `${Math.round(seconds / 86_400)}d`;
+}
+
+/** Newest first as the coordinator lists them; AGE since creation, STARTED/ENDED how long ago. */
+export function processTable(processes: ProcessView[], now = Date.now()): string {
   return table(
-    ['PID', 'PARENT', 'STATUS', 'IMAGE', 'OUTCOME', 'GEN', 'GOAL'],
+    ['PID', 'PARENT', 'STATUS', 'IMAGE', 'AGE', 'STARTED', 'ENDED', 'OUTCOME', 'GOAL'],
     processes.map((p) => [
       p.pid,
       p.parent_pid ?? '-',
       paintStatus(p.status),
       p.image ?? '-',
+      ago(p.created_at, now),
+      p.started_at ? ago(p.started_at, now) : '-',
+      p.ended_at ? ago(p.ended_at, now) : '-',
       outcomeText(p),
-      String(p.state_generation),
       p.goal.length > 48 ? `${p.goal.slice(0, 47)}…` : p.goal,
     ]),
   );

@@ -22,6 +22,7 @@ import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import type { AdminAuth } from '../auth.js';
 import type { Launcher } from '../launcher.js';
+import { registerProcessReads } from './admin-reads.js';
 import { errorResponses } from './responses.js';
 import { withdrawIfQueued } from './tools.js';
 
@@ -120,6 +121,7 @@ export async function adminRoutes(app: FastifyInstance, deps: AdminRouteDeps): P
     },
     async (request) => kernel.admin.getProcess(request.params.pid),
   );
+  registerProcessReads(typed, kernel);
   typed.post(
     '/v1/admin/processes/:pid/signal',
     {

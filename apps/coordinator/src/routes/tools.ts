@@ -1,4 +1,4 @@
-import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
+import { type AuthenticatedCaller, type Kernel, KernelError } from '@libos/kernel';
 import {
   ERROR_CODES,
   MESSAGE_TOOLS,
@@ -14,7 +14,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import { ProcessAuth, presentedToken } from '../auth.js';
-import { HttpRefusal } from '../http-errors.js';
+import { HttpRefusal, sendError } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
 import { errorResponses } from './responses.js';
@@ -25,6 +25,9 @@ const toolErrors = errorResponses(
   ERROR_CODES.filter((code) => code !== 'internal'),
   { body: true },
 );
+
+/** Refusals after which the caller is still a live, proven process that may learn its notices. */
+const NO_NOTICES = new Set(['unauthenticated', 'unavailable', 'internal']);
 
 export interface ToolRouteDeps {
   kernel: Kernel;
@@ -56,6 +59,20 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
     if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
     request.caller = await auth.caller(token);
     request.log = request.log.child({ pid: request.caller.pid });
+  });
+  // A refused call carries the notices due as well (`error.notices`), taken in one script: an
+  // interrupt reaches its recipient at its next non-message call even when that call is refused.
+  typed.setErrorHandler(async (error, request, reply) => {
+    const caller = request.caller;
+    const code = error instanceof KernelError ? error.code : undefined;
+    const name = request.routeOptions.url?.slice('/v1/tools/'.length) as ToolName | undefined;
+    let notices: Notice[] | undefined;
+    if (caller && name && TOOL_NAMES.includes(name) && !(code && NO_NOTICES.has(code))) {
+      notices = await kernel
+        .takeNoticesOnRefusal(caller.pid, !MESSAGE_TOOLS.includes(name))
+        .catch(() => undefined);
+    }
+    return sendError(error, request, reply, notices);
   });
   for (const name of TOOL_NAMES) {
     const tool = TOOLS[name];

@@ -1,6 +1,6 @@
--- needs: (lib only)
+-- needs: attempts
 -- A worker claims one attempt: runnable with that attempt -> running, fenced. A: pid, attempt,
--- worker, th (token hash), lease_ms, fence.
+-- worker, th (token hash), lease_ms, fence, att_max (attempt history kept on the row).
 local pid = A.pid
 local r = load(pid)
 if not r then fail('not_found', nil, 'no such process ' .. pid) end
@@ -11,5 +11,5 @@ if r.status ~= 'runnable' or r.run ~= 'queued' then
   fail('failed_precondition', 'not_runnable', pid .. ' is ' .. r.status .. ', not runnable')
 end
 bump(pid, r, { status = 'running', run = 'live', fence = A.fence, worker = A.worker, th = A.th,
-  lease = now() + A.lease_ms, uc = 0 })
+  lease = now() + A.lease_ms, uc = 0, att = attempt_claimed(r, A.worker, A.att_max) })
 return reply({}, flat_row(pid))

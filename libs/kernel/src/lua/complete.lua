@@ -1,4 +1,4 @@
--- needs: budget objects terminal
+-- needs: budget objects terminal attempts
 -- A worker completes its attempt. A: pid, attempt, fence, status (exited|failed), outcome,
 -- report? (JSON), usage (dim -> amount). A pending cancel/terminate makes it killed; a
 -- superseded attempt is refused. After a process_exit in the same attempt only usage is charged.
@@ -12,6 +12,7 @@ if TERMINAL[r.status] then
   if r.uc == '1' then fail('failed_precondition', 'terminal', pid .. ' was already completed') end
   hset(pid, r, { uc = 1 })
   charge(pid, r, A.usage)
+  attempt_ended(pid, r, A.outcome.type, A.outcome.reason)
   return reply({ status = r.status, result_oid = r.result, charged_only = true, gen = tonumber(r.gen) })
 end
 if r.run ~= 'live' then
@@ -31,5 +32,6 @@ elseif status == 'exited' then
   redis.call('HSET', hkey(pid), oid, 'rw')
   result = oid
 end
+attempt_ended(pid, r, outcome.type, outcome.reason)
 terminalize(pid, r, status, outcome, result)
 return reply({ status = status, result_oid = result, gen = tonumber(r.gen) })

@@ -125,7 +125,7 @@ local function bump(pid, r, fields)
   fields.gen = tonumber(r.gen) + 1
   fields.ut = now()
   hset(pid, r, fields)
-  IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0') }
+  IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0'), r.ct and tonumber(r.ct) }
   EV[#EV + 1] = { pid, fields.gen, r.status }
 end
 

@@ -25,7 +25,7 @@ end
 
 terminalize = function(pid, r, status, outcome, result_oid)
   bump(pid, r, { status = status, outcome = cjson.encode(outcome), result = result_oid or '', ws = '',
-    psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '' })
+    psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '', et = now() })
   for _, oid in ipairs(jdecode(r.eph, {})) do redis.call('HDEL', hkey(pid), oid) end
   release_budget(r)
   redis.call('SPUBLISH', B .. 'x', pid .. ' ' .. status .. ' ' .. now())

@@ -1,10 +1,18 @@
 import {
+  type AdminMessagesQuery,
+  type AdminObjectsQuery,
+  type AdminTreeQuery,
+  adminMessagesResultSchema,
   adminObjectSchema,
+  adminObjectsResultSchema,
+  adminTreeResultSchema,
   adminWaitResultSchema,
   type CreateRootInput,
   createRootResultSchema,
+  describeResultSchema,
   type ImageSpecInput,
   imageViewSchema,
+  type ListProcessesInput,
   listImagesResultSchema,
   listProcessesResultSchema,
   processViewSchema,
@@ -44,13 +52,12 @@ export class AdminClient {
     return (await this.http.request('POST', '/v1/admin/processes', createRootResultSchema, args, options))
       .data;
   }
-  async listProcesses(
-    query: { status?: string; limit?: number; cursor?: string } = {},
-    options?: RequestOptions,
-  ) {
-    const params = new URLSearchParams();
-    for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
-    const qs = params.size > 0 ? `?${params}` : '';
+  /**
+   * Processes newest first: `status`, `root` (one tree), `parent` (direct children), `roots`
+   * (only roots), `image`, `created_after` (ISO time or ms); `next_cursor` pages on.
+   */
+  async listProcesses(query: ListProcessesInput = {}, options?: RequestOptions) {
+    const qs = queryString(query);
     return (
       await this.http.request(
         'GET',
@@ -98,6 +105,26 @@ export class AdminClient {
       }
     }
   }
+  /** A process's mailbox, acknowledged and unread (filters of read_process_messages); never acknowledges. */
+  async processMessages(pid: string, query: AdminMessagesQuery = {}, options?: RequestOptions) {
+    const path = `/v1/admin/processes/${enc(pid)}/messages${queryString(query)}`;
+    return (await this.http.request('GET', path, adminMessagesResultSchema, undefined, options)).data;
+  }
+  /** The objects a process owns or holds, by object number (`after` pages on). */
+  async processObjects(pid: string, query: AdminObjectsQuery = {}, options?: RequestOptions) {
+    const path = `/v1/admin/processes/${enc(pid)}/objects${queryString(query)}`;
+    return (await this.http.request('GET', path, adminObjectsResultSchema, undefined, options)).data;
+  }
+  /** A process's subtree, breadth-first, siblings in spawn order, at most `max_nodes` nodes. */
+  async processTree(pid: string, query: AdminTreeQuery = {}, options?: RequestOptions) {
+    const path = `/v1/admin/processes/${enc(pid)}/tree${queryString(query)}`;
+    return (await this.http.request('GET', path, adminTreeResultSchema, undefined, options)).data;
+  }
+  /** Everything about one process: view, attempts, children, result preview, mailbox. */
+  async describeProcess(pid: string, options?: RequestOptions) {
+    const path = `/v1/admin/processes/${enc(pid)}/describe`;
+    return (await this.http.request('GET', path, describeResultSchema, undefined, options)).data;
+  }
   /** Read any object (e.g. a root's result) as the operator. */
   async readObject(oid: string, options?: RequestOptions) {
     return (
@@ -107,3 +134,13 @@ export class AdminClient {
 }
 
 const enc = encodeURIComponent;
+
+/** `?a=1&b=x` from the defined values (arrays joined with commas), or ''. */
+function queryString(query: object): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) {
+    if (value === undefined) continue;
+    params.set(key, Array.isArray(value) ? value.join(',') : String(value));
+  }
+  return params.size > 0 ? `?${params}` : '';
+}

@@ -1,4 +1,4 @@
-import { type ErrorCode, type ErrorDetails, errorEnvelopeSchema } from '@libos/protocol';
+import { type ErrorCode, type ErrorDetails, errorEnvelopeSchema, type Notice } from '@libos/protocol';
 
 /** A refusal or failure answered by the coordinator, typed by its code and reason. */
 export class LibosError extends Error {
@@ -8,6 +8,8 @@ export class LibosError extends Error {
     message: string,
     readonly status: number,
     readonly details?: ErrorDetails,
+    /** Mailbox notices due to the caller, carried by a refused tool call (`error.notices`). */
+    readonly notices: Notice[] = [],
   ) {
     super(message);
   }
@@ -21,8 +23,8 @@ export class LibosError extends Error {
 export function errorFromResponse(status: number, body: unknown): LibosError {
   const parsed = errorEnvelopeSchema.safeParse(body);
   if (parsed.success) {
-    const { code, message, details } = parsed.data.error;
-    return new LibosError(code, message, status, details);
+    const { code, message, details, notices } = parsed.data.error;
+    return new LibosError(code, message, status, details, notices ?? []);
   }
   // A proxy, or a coordinator shutting down, answers 502/503/504 in its own words: ask again.
   const code = status === 502 || status === 503 || status === 504 ? 'unavailable' : 'internal';

@@ -7,6 +7,7 @@ import {
   type ToolResult,
 } from '@libos/protocol';
 import { z } from 'zod';
+import { LibosError } from './errors.js';
 import { Http, type HttpOptions, isRetryable, type RequestOptions, sleep } from './http.js';
 
 export interface ProcessClientOptions extends HttpOptions {
@@ -38,7 +39,13 @@ export class ProcessClient {
     args: ToolArgs<N>,
     options: RequestOptions = {},
   ): Promise<ToolResult<N>> {
-    return this.deliver(await this.request(tool, args, options));
+    try {
+      return this.deliver(await this.request(tool, args, options));
+    } catch (error) {
+      // A refusal carries the notices due too: they are delivered like an answer's.
+      if (error instanceof LibosError) this.deliver({ data: undefined, notices: error.notices });
+      throw error;
+    }
   }
 
   /**
