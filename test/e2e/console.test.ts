@@ -302,7 +302,18 @@ describe('scale and cost', () => {
       // connection (the coordinator's wake hub multiplexes every viewer on its one subscriber).
       const others = await Promise.all(Array.from({ length: 4 }, () => newPage()));
       await Promise.all(others.map((p) => p.goto(`${cluster.url}/ui/#/tree/${root.pid}`)));
-      await Promise.all(others.map((p) => p.locator('li[data-pid]').nth(1000).waitFor({ timeout: 60_000 })));
+      for (const [i, other] of others.entries()) {
+        await eventually(
+          async () => ((await other.locator('li[data-pid]').count()) === 1001 ? true : undefined),
+          {
+            withinMs: 60_000,
+            what: `viewer ${i + 2} to draw 1,001 nodes`,
+          },
+        ).catch(async (error: unknown) => {
+          await other.screenshot({ path: join(ARTIFACTS, `viewer-${i + 2}-failed.png`) });
+          throw error;
+        });
+      }
       const channel = `{${root.pid}}:ev`;
       const shard = (await redis.call('PUBSUB', 'SHARDCHANNELS', `*${channel}`)) as string[];
       expect(shard).toHaveLength(1);
