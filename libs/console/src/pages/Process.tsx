@@ -150,7 +150,8 @@ export function Process({ pid }: { pid: string }) {
         </tbody>
       </table>
       <h2>Capabilities</h2>
-      <table>
+      {view.capabilities.length === 0 && <p>None.</p>}
+      <table hidden={view.capabilities.length === 0}>
         <thead>
           <tr>
             <th scope="col">resource</th>
