@@ -27,18 +27,39 @@ function cliEntry(): string[] {
   return ['--import', 'tsx', '--conditions=@libos/source', CLI_SOURCE];
 }
 
-/** `libos <args>` as its own OS process. */
-function spawnCli(args: string[], env: Record<string, string>, name: string): ChildProcess {
+/** What a part wrote to its stdout and stderr together: the first 1 MiB, and how much in all. */
+export interface CapturedOutput {
+  text: string;
+  bytes: number;
+}
+
+const CAPTURE_KEEP = 1 << 20;
+
+/** `libos <args>` as its own OS process; with `capture`, its stdout and stderr are kept there. */
+function spawnCli(
+  args: string[],
+  env: Record<string, string>,
+  name: string,
+  capture?: CapturedOutput,
+): ChildProcess {
   const child = spawn(
     process.execPath,
     [...(process.env.E2E_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...cliEntry(), ...args],
     {
       cwd: repo('.'),
       env: { ...process.env, LIBOS_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn', ...env },
-      stdio: ['ignore', 'inherit', 'inherit'],
+      stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
     },
   );
   child.once('error', (error) => process.stderr.write(`${name}: ${error.message}\n`));
+  if (capture) {
+    const keep = (chunk: Buffer) => {
+      capture.bytes += chunk.length;
+      if (capture.text.length < CAPTURE_KEEP) capture.text += chunk.toString('utf8');
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+  }
   return child;
 }
 
@@ -75,6 +96,8 @@ export interface ClusterOptions {
   coordinatorEnv?: Record<string, string>;
   /** Extra env for every worker (e.g. LIBOS_LEASE_MS, LIBOS_POOLS). */
   workerEnv?: Record<string, string>;
+  /** Keep what each worker writes to its stdout and stderr (`workerOutput(i)`) instead of passing it on. */
+  captureWorkerOutput?: boolean;
 }
 
 /** A real cluster: redis-server (AOF), one coordinator and N workers, each its own OS process. */
@@ -82,6 +105,8 @@ export class Cluster {
   readonly workers: (ChildProcess | undefined)[] = [];
   coordinator: ChildProcess | undefined;
   readonly admin: AdminClient;
+  /** With `captureWorkerOutput`: what worker `i` wrote to its stdout and stderr. */
+  readonly workerOutput: CapturedOutput[] = [];
   /** This cluster's value of `E2E_CLUSTER`, which every process it starts inherits. */
   readonly marker = randomBytes(6).toString('hex');
   private readonly probe: Redis;
@@ -181,6 +206,8 @@ export class Cluster {
   async startWorker(index: number, env: Record<string, string> = {}): Promise<ChildProcess> {
     const name = this.workerName(index);
     const args = ['worker', '--id', name];
+    const capture = this.options.captureWorkerOutput ? { text: '', bytes: 0 } : undefined;
+    if (capture) this.workerOutput[index] = capture;
     if (this.options.concurrency) args.push('--concurrency', String(this.options.concurrency));
     const worker = spawnCli(
       args,
@@ -196,6 +223,7 @@ export class Cluster {
         ...env,
       },
       `worker ${index}`,
+      capture,
     );
     this.workers[index] = worker;
     await eventually(

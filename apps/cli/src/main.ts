@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerImageCommands } from './commands/images.js';
+import { registerLogCommands } from './commands/logs.js';
 import { registerMessageCommands } from './commands/messages.js';
 import { registerProcessCommands } from './commands/processes.js';
 import { PASSTHROUGH_COMMANDS, PASSTHROUGH_HELP } from './commands/tools.js';
@@ -79,6 +80,7 @@ if (passthrough) {
   registerClusterCommands(program);
   registerImageCommands(program);
   registerProcessCommands(program);
+  registerLogCommands(program);
   registerMessageCommands(program);
   registerDemoCommand(program);
   // `libos completion bash|zsh|fish|powershell` prints a script; the shell then calls the hidden

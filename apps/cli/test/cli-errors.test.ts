@@ -114,8 +114,9 @@ describe('usage errors are one line', () => {
     expect(expectOneLine(await libos(['signal']))).toBe(
       "libos: missing required argument 'pid' (see `libos signal --help`)",
     );
-    expect(expectOneLine(await libos(['bogus']))).toMatch(
-      /^libos: unknown command 'bogus' \(see `libos --help`\)$/,
+    // a word near no command: commander suggests a close one (`bogus` → "Did you mean logs?")
+    expect(expectOneLine(await libos(['frobnicate']))).toMatch(
+      /^libos: unknown command 'frobnicate' \(see `libos --help`\)$/,
     );
   });
 
@@ -165,6 +166,11 @@ describe('a stale .libos/cluster.json', () => {
     expect(line).toMatch(
       new RegExp(`^libos: cannot reach the coordinator at http://127.0.0.1:${port} \\(from --url\\)`),
     );
+    // following a log does not wait forever for a coordinator it never reached
+    const follow = expectOneLine(
+      await libos(['--url', `http://127.0.0.1:${port}`, '--admin-token', 'x', 'logs', 'r1', '-f']),
+    );
+    expect(follow).toMatch(/^libos: cannot reach the coordinator at /);
   });
 });
 

@@ -27,6 +27,7 @@ import { Launcher } from './launcher.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { consoleAssetsDir, consoleRoutes } from './routes/console.js';
+import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
 import { toolRoutes } from './routes/tools.js';
 
@@ -144,6 +145,9 @@ export async function buildServer(
       shutdown: shutdown.signal,
       onPool: showPool,
     }),
+  );
+  await app.register((scope) =>
+    logRoutes(scope, { kernel, auth, shutdown: shutdown.signal, windowMs: config.LIBOS_LONG_POLL_MS }),
   );
   await app.register((scope) =>
     toolRoutes(scope, {

@@ -35,6 +35,10 @@ export const workerEnvSchema = z.object({
   LIBOS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(30_000),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ...isolationEnvShape,
+  /** The bound of one attempt's child log (stdout and stderr), kept in Redis; the oldest is dropped. */
+  LIBOS_CHILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1_073_741_824).default(1_048_576),
+  /** A longer line of a child's output is cut there (and says so). */
+  LIBOS_CHILD_LOG_LINE_BYTES: z.coerce.number().int().min(80).max(1_048_576).default(16_384),
   /** `/metrics` and `/healthz` on this port (for probes and scrapes); none when unset. */
   LIBOS_WORKER_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   LIBOS_WORKER_HOST: z.string().min(1).default('127.0.0.1'),
@@ -53,6 +57,8 @@ export interface WorkerConfig {
   logLevel: z.infer<typeof workerEnvSchema>['LIBOS_LOG_LEVEL'];
   /** How children are contained on this host (see isolation.ts). */
   isolation: IsolationConfig;
+  /** Children's output: the per-attempt bound and the line bound, in bytes. */
+  childLog: { maxBytes: number; lineBytes: number };
   /** Where `/metrics` and `/healthz` listen, when at all. */
   ops?: { host: string; port: number } | undefined;
 }
@@ -83,6 +89,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     shutdownGraceMs: e.LIBOS_SHUTDOWN_GRACE_MS,
     logLevel: e.LIBOS_LOG_LEVEL,
     isolation: isolationConfig(e),
+    childLog: { maxBytes: e.LIBOS_CHILD_LOG_BYTES, lineBytes: e.LIBOS_CHILD_LOG_LINE_BYTES },
     ops:
       e.LIBOS_WORKER_PORT === undefined
         ? undefined

@@ -11,6 +11,7 @@ import { contractRun } from '@libos/runner';
 import { type ChildSandbox, monotonicMs, SANDBOX_ENV, type Sandbox, type Watchdog } from '@libos/sandbox';
 import type { Logger } from 'pino';
 import { childEnvironment } from './child-env.js';
+import { AttemptLog, type ChildLogSettings } from './child-log.js';
 import { ChildSignals } from './child-signals.js';
 import { confineRequest } from './isolation.js';
 import { type LaunchProgress, progressGoal } from './job-report.js';
@@ -47,6 +48,8 @@ export interface AttemptContext {
   /** Kills a child whose lease this worker failed to renew in time (see `fenceMs`). */
   watchdog: Watchdog;
   maxResultBytes: number;
+  /** Children's output goes to the kernel's log store within these bounds, never to our own log. */
+  childLog: ChildLogSettings;
 }
 
 /**
@@ -182,6 +185,16 @@ async function runChild(
   const started = performance.now();
   const wallMs = () => Math.max(0, performance.now() - started - signals.pausedMs);
   let confinement: ChildSandbox | undefined;
+  let lostLines = false;
+  const output = new AttemptLog(
+    (batch) => ctx.kernel.logs.append(claimed.pid, claimed.attempt, batch, ctx.childLog.maxBytes),
+    ctx.childLog,
+    (error) => {
+      if (lostLines) return; // once per attempt: a Redis outage must not flood our own log
+      lostLines = true;
+      log.warn({ err: error instanceof Error ? error.message : String(error) }, 'child output lost');
+    },
+  );
   try {
     confinement =
       ctx.sandbox.report.level === 'none' ? undefined : ctx.sandbox.confine(confineRequest(claimed));
@@ -196,6 +209,8 @@ async function runChild(
       ),
       maxResultBytes: ctx.maxResultBytes,
       ...(confinement ? { confinement } : {}),
+      stdout: output.stdout,
+      stderr: output.stderr,
       onSpawn: (control) => {
         ctx.watchdog.target(fence.id, control.pid);
         log.debug(
@@ -220,5 +235,8 @@ async function runChild(
     };
   } finally {
     ctx.watchdog.disarm(fence.id);
+    // The log's last batch lands before the completion is reported, so a follower that sees the
+    // process terminal has every line.
+    await output.end();
   }
 }

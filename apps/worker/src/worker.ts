@@ -5,6 +5,7 @@ import { type IsolationReport, Sandbox, Watchdog } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
+import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { endedJobError, ProcessEnded } from './job-report.js';
@@ -79,6 +80,7 @@ export async function startWorker(
     sandbox,
     watchdog,
     maxResultBytes: config.isolation.maxResultBytes,
+    childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
   };
 
   const processJob = async (job: Job<LaunchJob, Summary>): Promise<Summary> => {

@@ -31,7 +31,20 @@ describe('loadWorkerConfig', () => {
         },
         maxResultBytes: 16 * 1024 * 1024,
       },
+      childLog: { maxBytes: 1_048_576, lineBytes: 16_384 },
     });
+  });
+
+  it('reads the child log bounds, and refuses a bound too small to hold a line', () => {
+    const config = loadWorkerConfig({
+      LIBOS_URL: 'http://c:1',
+      LIBOS_CHILD_LOG_BYTES: '4096',
+      LIBOS_CHILD_LOG_LINE_BYTES: '200',
+    });
+    expect(config.childLog).toEqual({ maxBytes: 4096, lineBytes: 200 });
+    expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_CHILD_LOG_BYTES: '10' })).toThrow(
+      /LIBOS_CHILD_LOG_BYTES/,
+    );
   });
 
   it('reads the isolation settings, and refuses a bad uid range', () => {

@@ -1,6 +1,14 @@
 export type { AdminOps, StaleLaunch } from './admin.js';
 export { DEFAULT_ROOT_CAPABILITIES } from './admin.js';
 export {
+  type ChildLogs,
+  LOG_LINE_OVERHEAD,
+  type LogBatch,
+  type LogReadOptions,
+  type LogRecord,
+  logLineBytes,
+} from './child-logs.js';
+export {
   type Caller,
   type CallerProof,
   type CallOptions,

@@ -9,6 +9,7 @@ import {
   type ToolResult,
 } from '@libos/protocol';
 import { AdminOps } from './admin.js';
+import { ChildLogs } from './child-logs.js';
 import {
   type Caller,
   type CallerProof,
@@ -49,6 +50,8 @@ export class Kernel {
   readonly tools: KernelTools;
   readonly admin: AdminOps;
   readonly worker: WorkerOps;
+  /** Children's output per attempt: the worker appends, operators read and follow. */
+  readonly logs: ChildLogs;
   private readonly core: KernelCore;
   private readonly messages: MessageTools;
   private readonly impl: Impl;
@@ -60,6 +63,7 @@ export class Kernel {
     this.messages = new MessageTools(this.core);
     this.admin = new AdminOps(this.core, processes);
     this.worker = new WorkerOps(this.core);
+    this.logs = new ChildLogs(this.core);
     const messages = this.messages;
     this.impl = {
       spawn_child_process: (caller, args) => processes.spawn(caller, args),

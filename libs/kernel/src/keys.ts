@@ -46,6 +46,18 @@ export class Keys {
   controlTopic(pid: string): WakeTopic {
     return { channel: `${this.treeOf(pid)}ctl`, key: pid };
   }
+  /** One attempt's child log: a stream of lines `s` (o|e), `t` (ms), `l` (text). */
+  log(pid: string, attempt: number): string {
+    return `${this.treeOf(pid)}log:${pid}:${attempt}`;
+  }
+  /** A process's log bookkeeping: `<attempt>:c` bytes counted, `<attempt>:d` dropped, `<attempt>:e` ended. */
+  logMeta(pid: string): string {
+    return `${this.treeOf(pid)}logm:${pid}`;
+  }
+  /** New log lines or a log's end (`<pid> <attempt>`), on the tree's `lg` channel. */
+  logTopic(pid: string): WakeTopic {
+    return { channel: `${this.treeOf(pid)}lg`, key: pid };
+  }
   get index(): string {
     return `${this.prefix}{idx}:`;
   }

@@ -27,6 +27,8 @@ export const TREE_SCRIPTS = [
   'recover',
   'tree',
   'mail_peek',
+  'log_append',
+  'log_read',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 

@@ -1,2 +1,10 @@
+export { type FastStartOptions, serveMcpFast } from './fast-start.js';
+export { badEnvNames, initializeResult, PID_PATTERN_SOURCE, PROTOCOL_VERSIONS } from './info.js';
 export { createMcpServer, SERVER_INFO, type StdioOptions, serveMcpStdio } from './server.js';
-export { callTool, describeTools, type McpToolDescription, type McpToolResult } from './tools.js';
+export {
+  callTool,
+  describeTools,
+  type McpToolDescription,
+  type McpToolResult,
+  toolDescription,
+} from './tools.js';

@@ -3,13 +3,14 @@ import { fromEnv, type ProcessClient } from '@libos/sdk';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CAPABILITIES, SERVER_INFO } from './info.js';
 import { callTool, describeTools } from './tools.js';
 
-export const SERVER_INFO = { name: 'libos', version: '0.1.0' } as const;
+export { SERVER_INFO };
 
 /** An MCP server offering the libos tools, every call made as the process `client` acts for. */
 export function createMcpServer(client: ProcessClient): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+  const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES });
   const tools = describeTools();
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) =>

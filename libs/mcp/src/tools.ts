@@ -18,6 +18,32 @@ const READ_ONLY: readonly ToolName[] = ['list_child_processes', 'read_object', '
 /** Tools that can end work for good. */
 const DESTRUCTIVE: readonly ToolName[] = ['signal_child_process', 'process_exit'];
 
+/**
+ * Words an agent searches for. Claude Code offers MCP tools as deferred: the model first finds
+ * them by a keyword search over names and descriptions ("delegate a task to a subagent"), so
+ * each description says it is libos and what it is for, beyond the protocol's one line.
+ */
+const SEARCH_HINTS: Partial<Record<ToolName, string>> = {
+  spawn_child_process:
+    'Delegate a task to a new libos child process (a subagent) that runs an image with a goal and an input; returns its pid. Then wait_child_process for it and read_object its result_oid.',
+  fork_child_process:
+    'Delegate to a libos child process (a subagent) that starts from a copy of this process.',
+  wait_child_process:
+    'Wait for a delegated libos child process (subagent) to finish: its status, outcome and result_oid, which read_object reads.',
+  list_child_processes: 'List the libos child processes (subagents) this process delegated to.',
+  read_object:
+    "Read a libos object, such as a child process's result (the result_oid of wait_child_process).",
+  process_exit: 'Finish this libos process with a result for its parent.',
+};
+
+/** The protocol's description, then what makes the tool findable. */
+export function toolDescription(name: ToolName): string {
+  const hint = SEARCH_HINTS[name];
+  return hint === undefined
+    ? `libos: ${TOOLS[name].description}`
+    : `libos: ${TOOLS[name].description} ${hint}`;
+}
+
 /** A successful answer carries the coordinator's notices (message ids due to the caller) beside the result. */
 const noticesShape = { notices: z.array(noticeSchema).optional() };
 
@@ -37,7 +63,7 @@ export function describeTools(): McpToolDescription[] {
     const destructive = DESTRUCTIVE.includes(name);
     return {
       name,
-      description: TOOLS[name].description,
+      description: toolDescription(name),
       inputSchema: jsonSchemaOf(TOOLS[name].args, 'input'),
       outputSchema: jsonSchemaOf(TOOLS[name].result.extend(noticesShape), 'output'),
       ...((readOnly || destructive) && {

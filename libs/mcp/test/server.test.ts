@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { coordinatorConfigSchema, type RunningCoordinator, startCoordinator } from '@libos/coordinator';
-import { TOOL_NAMES, TOOLS } from '@libos/protocol';
+import { TOOL_NAMES, TOOLS, type ToolName } from '@libos/protocol';
 import { AdminClient, ProcessClient } from '@libos/sdk';
 import { startRedis, type TestRedis } from '@libos/testkit';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,7 +8,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMcpServer, serveMcpStdio } from '../src/index.js';
+import { createMcpServer, serveMcpStdio, toolDescription } from '../src/index.js';
 
 const ADMIN_TOKEN = 'mcp-test-admin-token-0123456789';
 
@@ -72,7 +72,8 @@ describe('the libos MCP server', () => {
         const spec = TOOLS[tool.name as keyof typeof TOOLS];
         const { $schema: _, ...input } = z.toJSONSchema(spec.args, { io: 'input', unrepresentable: 'any' });
         expect(tool.inputSchema).toEqual(input);
-        expect(tool.description).toBe(spec.description);
+        expect(tool.description).toBe(toolDescription(tool.name as ToolName));
+        expect(tool.description).toContain(spec.description);
         expect(tool.outputSchema?.type).toBe('object');
         expect(Object.keys(tool.outputSchema?.properties ?? {})).toContain('notices');
       }

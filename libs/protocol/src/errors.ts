@@ -54,6 +54,7 @@ export const REASONS = [
   'unknown_image',
   'path',
   'blocking_receive',
+  'no_attempt',
 ] as const;
 export const reasonSchema = z.enum(REASONS);
 export type Reason = z.infer<typeof reasonSchema>;

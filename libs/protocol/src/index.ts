@@ -5,6 +5,7 @@ export * from './capability.js';
 export * from './common.js';
 export * from './errors.js';
 export * from './launch-queue.js';
+export * from './logs.js';
 export * from './messages.js';
 export * from './operator.js';
 export * from './process.js';

@@ -35,6 +35,7 @@ export class SupervisedChild {
     private readonly stdin: Writable,
     private readonly stdout: Readable,
     private readonly confinement: Confinement | undefined,
+    stdoutTap: ((chunk: Uint8Array) => void) | undefined,
   ) {
     this.#dropExitCleanup = atExit(() => this.signalGroup('SIGKILL'));
     this.exit = new Promise((resolve) => {
@@ -44,6 +45,8 @@ export class SupervisedChild {
       });
     });
     stdout.resume(); // drained unread, never buffered
+    // A copy for humans (the worker's log store), never parsed here; a throwing tap changes nothing.
+    if (stdoutTap) stdout.on('data', (chunk: Uint8Array) => ignoreThrow(stdoutTap, chunk));
     this.stdoutEnded = new Promise((resolve) => {
       stdout.once('end', resolve);
       stdout.once('close', resolve);
@@ -68,6 +71,7 @@ export class SupervisedChild {
     argv: string[],
     stderr: StderrMode,
     confined?: { confinement: Confinement; launch: ConfinedSpawn },
+    stdoutTap?: (chunk: Uint8Array) => void,
   ): Promise<SpawnOutcome> {
     const launch = confined?.launch;
     const handshake = launch?.handshake === true;
@@ -106,7 +110,7 @@ export class SupervisedChild {
       return { ok: false, failure: TEXTS.pipesUnavailable('no stdin or stdout pipe') };
     }
     if (typeof stderr === 'function') proc.stderr?.on('data', stderr);
-    const child = new SupervisedChild(proc, pid, stdin, stdout, confined?.confinement);
+    const child = new SupervisedChild(proc, pid, stdin, stdout, confined?.confinement, stdoutTap);
     if (handshake && confined) {
       const [report, release] = [proc.stdio[3], proc.stdio[4]];
       try {
@@ -168,6 +172,12 @@ export class SupervisedChild {
     this.streamFailure = TEXTS.streamFailed(error.message);
     this.#onFailure();
   }
+}
+
+function ignoreThrow(tap: (chunk: Uint8Array) => void, chunk: Uint8Array): void {
+  try {
+    tap(chunk);
+  } catch {}
 }
 
 function isReadable(stream: unknown): stream is Readable {

@@ -33,7 +33,7 @@ export class ContractRunAbortedError extends Error {
  * (with a `ContractRunAbortedError`) or the options are invalid (a `TypeError`).
  */
 export async function contractRun(options: ContractRunOptions): Promise<ContractRunResult> {
-  const { signal, onSpawn, stderr, logger, confinement, ...data } = options;
+  const { signal, onSpawn, stderr, stdout, logger, confinement, ...data } = options;
   const parsed = contractRunOptionsSchema.safeParse(data);
   if (!parsed.success) throw new TypeError(`contractRun: invalid options: ${parsed.error.message}`);
   const spec = parsed.data;
@@ -50,7 +50,7 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
   }
   try {
     if (signal?.aborted) throw new ContractRunAbortedError(signal.reason);
-    return await runInDir(spec, dir, { signal, onSpawn, stderr, logger, confinement });
+    return await runInDir(spec, dir, { signal, onSpawn, stderr, stdout, logger, confinement });
   } finally {
     await dir.remove();
     await confinement?.release();
@@ -89,7 +89,7 @@ async function runInDir(
       return classifyLaunch({ launched: false, failure: TEXTS.spawnFailed(messageOf(error)) });
     }
   }
-  const spawned = await SupervisedChild.spawn(spec, argv, hooks.stderr ?? 'inherit', confined);
+  const spawned = await SupervisedChild.spawn(spec, argv, hooks.stderr ?? 'inherit', confined, hooks.stdout);
   if (!spawned.ok) return classifyLaunch({ launched: false, failure: spawned.failure });
   const child = spawned.child;
   const { pid } = child;

@@ -61,6 +61,11 @@ export interface ContractRunHooks {
   onSpawn?: (control: LaunchControl) => void;
   /** The child's stderr: inherited by default, never parsed. A function receives its bytes. */
   stderr?: 'inherit' | 'ignore' | ((chunk: Uint8Array) => void);
+  /**
+   * A copy of the child's stdout bytes, for humans (logs). The runner still drains stdout unread
+   * and the contract is unchanged; the tap must not keep the chunk, and a throw is ignored.
+   */
+  stdout?: (chunk: Uint8Array) => void;
   logger?: RunnerLogger;
   /**
    * How the child is contained on this host (a sandbox: its own uid, namespaces, limits). Without

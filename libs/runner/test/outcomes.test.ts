@@ -315,6 +315,24 @@ describe('contractRun: the result file decides', () => {
     expect(classified.terminal).toEqual({ type: 'no_report' });
     expect(Buffer.concat(chunks).toString()).toBe(forged);
   });
+
+  it('hands a copy of stdout to a tap without changing the classification, even if the tap throws', async () => {
+    const forged = JSON.stringify(result('test-1', 'completed', { output: 'forged', usage: USAGE }));
+    const child = `read request; printf '%s\\n' '${forged}'; head -c 300000 /dev/zero; ${writeResult(result('test-1', 'no_report'))}`;
+    const chunks: Uint8Array[] = [];
+    const tapped = await run(sh(child), { stdout: (chunk) => chunks.push(Buffer.from(chunk)) });
+    expect(tapped.terminal).toEqual({ type: 'no_report' });
+    expect(tapped.promptTokens).toBe(0);
+    const seen = Buffer.concat(chunks);
+    expect(seen.length).toBe(forged.length + 1 + 300_000);
+    expect(seen.subarray(0, forged.length).toString()).toBe(forged);
+    const throwing = await run(sh(child), {
+      stdout: () => {
+        throw new Error('a broken tap');
+      },
+    });
+    expect(throwing).toEqual(await run(sh(child)));
+  });
 });
 
 describe('contractRun: the exit-status wait', () => {

@@ -1,5 +1,6 @@
 import type { ChildEnding, Usage } from '@libos/contract';
 import type { CliEnding } from './run-cli.js';
+import { schemaProblem } from './schema-check.js';
 import { usageField } from './tokens.js';
 
 /** What a dialect's stream knew when its CLI ended. */
@@ -10,8 +11,12 @@ export interface StreamAccount {
   failure: string | undefined;
   /** The CLI said it ran out of turns (Claude's `error_max_turns`). */
   exhausted?: boolean;
-  /** The answer, once a successful result arrived. */
-  report(): unknown;
+  /** The report, once a successful result arrived. */
+  report(): { answer: unknown } | undefined;
+  /** Problems the run should not hide (an MCP server that failed to start): added to a failure's reason. */
+  notices?: readonly string[];
+  /** The schema the answer must satisfy; a mismatch is a failure. Absent: not checked. */
+  schema?: unknown;
 }
 
 /**
@@ -21,20 +26,32 @@ export interface StreamAccount {
  */
 export function cliEnding(name: string, cli: CliEnding, stream: StreamAccount): ChildEnding {
   const account = { ...usageField(stream.usage), steps: stream.steps };
+  const notices = stream.notices ?? [];
+  const failed = (reason: string): ChildEnding => ({
+    status: 'failed',
+    reason: notices.length === 0 ? reason : `${reason} (${notices.join('; ')})`,
+    ...account,
+  });
   switch (cli.type) {
     case 'failed':
-      return { status: 'failed', reason: cli.reason, ...account };
+      return failed(cli.reason);
     case 'cancelled':
       return { status: 'interrupted', reason: 'the parent closed stdin', ...account };
     case 'stopped':
       return { status: 'max_steps_exhausted', ...account };
     case 'exited': {
-      if (stream.failure !== undefined) return { status: 'failed', reason: stream.failure, ...account };
+      if (stream.failure !== undefined) return failed(stream.failure);
       if (stream.exhausted) return { status: 'max_steps_exhausted', ...account };
       const report = stream.report();
-      if (report !== undefined) return { status: 'completed', output: report, ...account };
-      if (cli.code !== 0)
-        return { status: 'failed', reason: `${name} exited ${cli.code} without a result`, ...account };
+      if (report !== undefined) {
+        if (stream.schema !== undefined) {
+          const problem = schemaProblem(stream.schema, report.answer);
+          if (problem !== undefined) return failed(`the answer does not satisfy the schema: ${problem}`);
+        }
+        return { status: 'completed', output: report, ...account };
+      }
+      if (cli.code !== 0) return failed(`${name} exited ${cli.code} without a result`);
+      if (notices.length > 0) return failed(`${name} ended without a result`);
       return { status: 'no_report', ...account };
     }
   }

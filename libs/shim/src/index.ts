@@ -1,12 +1,24 @@
 export {
   type ClaudeReport,
   ClaudeStream,
+  claudeAllowedTools,
   claudeArgs,
   claudeDialect,
   claudeEnding,
+  claudeMcpConfig,
   claudeTokens,
+  mcpFailureText,
 } from './dialects/claude.js';
-export { type CodexReport, CodexStream, codexArgs, codexDialect, codexEnding } from './dialects/codex.js';
+export {
+  CODEX_TOOL_TIMEOUT_SEC,
+  type CodexReport,
+  CodexStream,
+  codexArgs,
+  codexDialect,
+  codexEnding,
+  codexMcpSettings,
+} from './dialects/codex.js';
+export { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpEntry, libosMcpFor } from './libos-mcp.js';
 export { DIALECTS, type DialectName, isDialectName, runShim, shimMain } from './main.js';
 export { type ParsedOptions, parseShimOptions, type ShimOptions, shimHelp } from './options.js';
 export { PROMPT_PROBLEM, parseShimRequest, promptOf, type ShimRequest } from './request.js';
@@ -18,6 +30,7 @@ export {
   STOP_GRACE_MS,
   type Verdict,
 } from './run-cli.js';
+export { schemaProblem } from './schema-check.js';
 export {
   EXIT_NO_RESULT,
   EXIT_RESULT_WRITTEN,

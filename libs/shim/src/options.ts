@@ -1,3 +1,5 @@
+import { TOOL_NAMES } from '@libos/protocol';
+
 // The shim's own argv (reference §3.1 "Options"): deployment settings, never part of the request.
 // Everything after the first `--` reaches the CLI verbatim and is never parsed here, so a CLI flag
 // can never be taken for one of ours, nor ours be swallowed as passthrough.
@@ -14,6 +16,12 @@ export interface ShimOptions {
   writable: boolean;
   /** A JSON Schema file, used when the request carries no schema of its own. */
   schema?: string;
+  /** Check the answer against the schema (a mismatch is `failed`); off with `--no-schema-check`. */
+  schemaCheck: boolean;
+  /** Wire the libos MCP server into the CLI when LIBOS_URL/PID/TOKEN are set; off with `--no-libos-mcp`. */
+  libosMcp: boolean;
+  /** The libos tools offered to the model (`--libos-tools a,b`); absent: all of them. */
+  libosTools?: string[];
   /** Passthrough arguments (after `--`). */
   extra: string[];
 }
@@ -23,9 +31,16 @@ export type ParsedOptions =
   | { type: 'help'; text: string }
   | { type: 'error'; problem: string };
 
-const VALUE_OPTIONS = ['--result-file', '--command', '--model', '--cwd', '--schema'] as const;
+const VALUE_OPTIONS = [
+  '--result-file',
+  '--command',
+  '--model',
+  '--cwd',
+  '--schema',
+  '--libos-tools',
+] as const;
 type ValueOption = (typeof VALUE_OPTIONS)[number];
-const FLAG_OPTIONS = ['--writable', '--help'] as const;
+const FLAG_OPTIONS = ['--writable', '--no-schema-check', '--no-libos-mcp', '--help'] as const;
 const KNOWN = [...VALUE_OPTIONS, ...FLAG_OPTIONS];
 
 export function shimHelp(dialect: string): string {
@@ -42,6 +57,10 @@ export function shimHelp(dialect: string): string {
     "  --cwd DIR           the CLI's working directory",
     '  --writable          write-capable run (default: read-only unless kind = worker)',
     '  --schema FILE       JSON Schema for the answer, when the request carries none',
+    '  --no-schema-check   keep an answer that does not satisfy the schema (default: failed)',
+    '  --no-libos-mcp      do not give the CLI the libos MCP server (default: given when',
+    '                      LIBOS_URL, LIBOS_PID and LIBOS_TOKEN are set, as in a libos child)',
+    '  --libos-tools A,B   offer only these libos tools (default: all)',
     '  --help              print this help',
     `  -- ARGS...          passed to ${dialect} unchanged`,
   ].join('\n');
@@ -56,10 +75,20 @@ export function parseShimOptions(argv: readonly string[], dialect: string): Pars
 
   const values: Partial<Record<ValueOption, string>> = {};
   let writable = false;
+  let schemaCheck = true;
+  let libosMcp = true;
   for (let i = 0; i < own.length; i++) {
     const arg = own[i] ?? '';
     if (arg === '--writable') {
       writable = true;
+      continue;
+    }
+    if (arg === '--no-schema-check') {
+      schemaCheck = false;
+      continue;
+    }
+    if (arg === '--no-libos-mcp') {
+      libosMcp = false;
       continue;
     }
     const eq = arg.indexOf('=');
@@ -83,7 +112,29 @@ export function parseShimOptions(argv: readonly string[], dialect: string): Pars
   const command = values['--command'];
   if (command !== undefined && command.trim() === '') return refuse('--command needs a value', dialect);
 
-  const options: ShimOptions = { resultFile, command: command ?? dialect, writable, extra: [...extra] };
+  const options: ShimOptions = {
+    resultFile,
+    command: command ?? dialect,
+    writable,
+    schemaCheck,
+    libosMcp,
+    extra: [...extra],
+  };
+  const tools = values['--libos-tools'];
+  if (tools !== undefined) {
+    const names = tools
+      .split(',')
+      .map((name) => name.trim())
+      .filter((name) => name !== '');
+    const unknown = names.filter((name) => !(TOOL_NAMES as string[]).includes(name));
+    if (names.length === 0) return refuse('--libos-tools needs tool names separated by commas', dialect);
+    if (unknown.length > 0)
+      return refuse(
+        `--libos-tools: no libos tool named ${unknown.join(', ')} (see design/system.md)`,
+        dialect,
+      );
+    options.libosTools = names;
+  }
   const model = values['--model'];
   const cwd = values['--cwd'];
   const schema = values['--schema'];

@@ -22,6 +22,8 @@ export interface RunCliOptions {
   command: string;
   args: readonly string[];
   cwd?: string;
+  /** The CLI's environment (default: this process's). */
+  env?: NodeJS.ProcessEnv;
   /** Gets every stdout line (without its line ending), including late ones during the grace. */
   observe: (line: string) => Verdict;
   /** Graceful cancel: the parent closed the shim's stdin. */
@@ -60,6 +62,7 @@ export function runCli(options: RunCliOptions): Promise<CliEnding> {
   try {
     child = spawn(command, [...options.args], {
       cwd: options.cwd,
+      env: options.env ?? process.env,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
   } catch (error) {

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ClaudeStream, claudeArgs, type ShimOptions, type ShimRequest } from '../src/index.js';
+import { ClaudeStream, claudeArgs, claudeEnding, type ShimOptions, type ShimRequest } from '../src/index.js';
 import { FAKE_CLAUDE, fileAppears, readJson, requestLine, runShimWith, scratch } from './helpers.js';
 
 // Lines recorded from claude 2.1.258 (`--output-format stream-json --verbose`, Haiku 4.5), trimmed
@@ -108,17 +108,95 @@ describe('ClaudeStream', () => {
   });
 });
 
+// Lines Claude Code 2.1.328 printed against the scripted model (libs/agent-clis), trimmed to the
+// fields that matter.
+const CANCELLED_MID_REPLY = [
+  '{"type":"assistant","message":{"id":"msg_1_d48a7899","model":"claude-opus-5-5","usage":{"input_tokens":1234,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}},"aborted":true}',
+  '{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user]"}]}}',
+  '{"type":"result","subtype":"error_during_execution","is_error":true,"total_cost_usd":0.004956,"usage":{"output_tokens_details":{"thinking_tokens":0},"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0,"service_tier":"standard"},"modelUsage":{"claude-opus-5-5":{"inputTokens":1234,"outputTokens":56,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"webSearchRequests":0,"costUSD":0.004956,"contextWindow":1000000}},"num_turns":2,"terminal_reason":"aborted_streaming","session_id":"3a3980a6"}',
+];
+const API_ERROR = [
+  '{"type":"assistant","message":{"id":"e05011e8-29be-4d9e-8f90-9a948343de09","model":"<synthetic>","usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"content":[{"type":"text","text":"API Error: 400 invalid request: temperature out of range"}]},"error":"unknown","is_api_error_message":true,"api_error_status":400}',
+  '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 400 invalid request: temperature out of range","api_error_status":400,"total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0},"modelUsage":{},"num_turns":1,"terminal_reason":"api_error"}',
+];
+const MCP_FAILED_INIT =
+  '{"type":"system","subtype":"init","session_id":"s1","tools":["Read"],"mcp_servers":[{"name":"libos","status":"failed","source":"dynamic"}],"model":"claude-opus-5-5"}';
+
+describe('ClaudeStream on 2.1.328 lines', () => {
+  it('cancelled mid-reply: the all-zero result usage loses to modelUsage, priced by the result', () => {
+    const stream = observeAll(CANCELLED_MID_REPLY);
+    expect(stream.steps).toBe(1);
+    expect(stream.usage()).toEqual({
+      prompt_tokens: 1234,
+      completion_tokens: 56,
+      total_tokens: 1290,
+      prompt_cache_hit_tokens: 0,
+      prompt_cache_miss_tokens: 1234,
+      cost_usd: 0.004956,
+    });
+  });
+
+  it('the larger of the result totals and the message snapshots counts', () => {
+    const stream = observeAll([
+      '{"type":"assistant","message":{"id":"m1","usage":{"input_tokens":500,"output_tokens":9}}}',
+      '{"type":"result","subtype":"error_during_execution","is_error":true,"usage":{"input_tokens":0,"output_tokens":0}}',
+    ]);
+    expect(stream.usage()?.prompt_tokens).toBe(500);
+  });
+
+  it('an API error: named as one, with its status; the synthetic message is no step', () => {
+    const stream = observeAll(API_ERROR);
+    expect(stream.steps).toBe(0);
+    expect(stream.failure).toBe('claude: API error 400: invalid request: temperature out of range');
+    expect(claudeEnding(stream, { type: 'exited', code: 1 })).toMatchObject({ status: 'failed', steps: 0 });
+  });
+
+  it("an MCP server that failed at init: a notice on the report, and in a failure's reason", () => {
+    const done = observeAll([MCP_FAILED_INIT, ...RECORDED.slice(1)]);
+    expect(done.mcpFailures).toEqual(['libos']);
+    expect(done.report()?.notices).toEqual(['MCP server libos failed to start']);
+    const failed = observeAll([MCP_FAILED_INIT, ...API_ERROR]);
+    expect(claudeEnding(failed, { type: 'exited', code: 1 })).toMatchObject({
+      status: 'failed',
+      reason:
+        'claude: API error 400: invalid request: temperature out of range (MCP server libos failed to start)',
+    });
+    expect(claudeEnding(observeAll([MCP_FAILED_INIT]), { type: 'exited', code: 0 })).toMatchObject({
+      status: 'failed',
+      reason: 'claude ended without a result (MCP server libos failed to start)',
+    });
+  });
+
+  it('an answer that does not satisfy the schema fails with the validator path; --no-schema-check keeps it', () => {
+    const schema = { type: 'object', properties: { score: { type: 'integer' } }, required: ['score'] };
+    const stream = observeAll([
+      '{"type":"result","subtype":"success","result":"","structured_output":{"score":"high"}}',
+    ]);
+    expect(claudeEnding(stream, { type: 'exited', code: 0 }, schema)).toMatchObject({
+      status: 'failed',
+      reason: 'the answer does not satisfy the schema: $.score: must be integer',
+    });
+    expect(claudeEnding(stream, { type: 'exited', code: 0 })).toMatchObject({ status: 'completed' });
+  });
+});
+
 describe('claudeArgs', () => {
   const request: ShimRequest = { request_id: 'r', kind: 'explore', input: null, prompt: 'why?' };
-  const options: ShimOptions = { resultFile: '/r', command: 'claude', writable: false, extra: [] };
+  const options: ShimOptions = {
+    resultFile: '/r',
+    command: 'claude',
+    writable: false,
+    schemaCheck: true,
+    libosMcp: true,
+    extra: [],
+  };
   const tools = ['Edit', 'Write', 'MultiEdit', 'NotebookEdit', 'Bash'];
 
-  it('is read-only by default, with the model, the schema and extras before the tool list', () => {
+  it('is read-only by default, with the model, the schema and extras before the tool list; the prompt last, after --', () => {
     expect(
       claudeArgs(request, { ...options, model: 'opus', extra: ['--max-budget-usd', '1'] }, '{}'),
     ).toEqual([
       '-p',
-      'why?',
       '--output-format',
       'stream-json',
       '--verbose',
@@ -130,14 +208,54 @@ describe('claudeArgs', () => {
       '1',
       '--disallowedTools',
       ...tools,
+      '--',
+      'why?',
     ]);
   });
 
   it('accepts edits for a worker or with --writable', () => {
-    const writable = ['-p', 'why?', '--output-format', 'stream-json', '--verbose'];
-    writable.push('--permission-mode', 'acceptEdits', '--allowedTools', ...tools);
+    const writable = ['-p', '--output-format', 'stream-json', '--verbose'];
+    writable.push('--permission-mode', 'acceptEdits', '--allowedTools', ...tools, '--', 'why?');
     expect(claudeArgs({ ...request, kind: 'worker' }, options)).toEqual(writable);
     expect(claudeArgs(request, { ...options, writable: true })).toEqual(writable);
+  });
+
+  it('a prompt that starts with - stays the prompt (the real CLI read it as an option before)', () => {
+    expect(claudeArgs({ ...request, prompt: '- a bullet question' }, options).slice(-2)).toEqual([
+      '--',
+      '- a bullet question',
+    ]);
+  });
+
+  it('wires the libos MCP server and allows its tools, all or the ones named', () => {
+    const libos = { command: '/usr/bin/node', args: ['/opt/libos/mcp/bin.js'] };
+    const args = claudeArgs(request, options, undefined, libos);
+    const config = JSON.parse(args[args.indexOf('--mcp-config') + 1] ?? '');
+    expect(config).toEqual({
+      mcpServers: { libos: { type: 'stdio', command: '/usr/bin/node', args: ['/opt/libos/mcp/bin.js'] } },
+    });
+    expect(JSON.stringify(config)).not.toContain('LIBOS_TOKEN');
+    expect(args.slice(args.indexOf('--allowedTools'))).toEqual([
+      '--allowedTools',
+      'mcp__libos',
+      '--disallowedTools',
+      ...tools,
+      '--',
+      'why?',
+    ]);
+    const narrow = claudeArgs(request, options, undefined, {
+      ...libos,
+      tools: ['spawn_child_process', 'wait_child_process'],
+    });
+    expect(narrow).toContain('mcp__libos__spawn_child_process');
+    expect(narrow).toContain('mcp__libos__wait_child_process');
+    expect(narrow).not.toContain('mcp__libos');
+    const worker = claudeArgs({ ...request, kind: 'worker' }, options, undefined, libos);
+    expect(worker.slice(worker.indexOf('--allowedTools'), -2)).toEqual([
+      '--allowedTools',
+      ...tools,
+      'mcp__libos',
+    ]);
   });
 });
 
@@ -207,7 +325,6 @@ describe('the claude shim against a fake Claude Code', () => {
     const { argv } = await readJson(record);
     expect(argv).toEqual([
       '-p',
-      'q\n\nHints: h',
       '--output-format',
       'stream-json',
       '--verbose',
@@ -227,6 +344,8 @@ describe('the claude shim against a fake Claude Code', () => {
       'MultiEdit',
       'NotebookEdit',
       'Bash',
+      '--',
+      'q\n\nHints: h',
     ]);
   });
 

@@ -2,7 +2,13 @@ import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CodexStream, codexArgs, type ShimOptions, type ShimRequest } from '../src/index.js';
+import {
+  CodexStream,
+  codexArgs,
+  codexMcpSettings,
+  type ShimOptions,
+  type ShimRequest,
+} from '../src/index.js';
 import { FAKE_CODEX, fileAppears, readJson, requestLine, runShimWith, scratch } from './helpers.js';
 
 const NOTICE =
@@ -92,9 +98,49 @@ describe('CodexStream', () => {
   });
 });
 
+describe('CodexStream on 0.169 lines', () => {
+  // Codex 0.169.0 against the scripted model (libs/agent-clis), refused with a 400.
+  const body =
+    '{\\"error\\":{\\"message\\":\\"invalid request: temperature out of range\\",\\"type\\":\\"invalid_request_error\\",\\"param\\":null,\\"code\\":\\"invalid_request_error\\"}}';
+  it("an API error names the API's message, not its JSON body", () => {
+    const stream = new CodexStream();
+    stream.observe(`{"type":"error","message":"${body}"}`);
+    stream.observe(`{"type":"turn.failed","error":{"message":"${body}"}}`);
+    expect(stream.failure).toBe('codex: API error: invalid request: temperature out of range');
+    expect(stream.steps).toBe(0);
+  });
+});
+
+describe('codexMcpSettings', () => {
+  it('passes the libos variables by name, requires the server, approves its tools, waits long', () => {
+    const settings = codexMcpSettings({
+      command: '/usr/bin/node',
+      args: ['/opt/mcp/bin.js'],
+      tools: ['get_process'],
+    });
+    expect(settings).toEqual([
+      'mcp_servers.libos.command="/usr/bin/node"',
+      'mcp_servers.libos.args=["/opt/mcp/bin.js"]',
+      'mcp_servers.libos.env_vars=["LIBOS_URL","LIBOS_PID","LIBOS_TOKEN"]',
+      'mcp_servers.libos.required=true',
+      'mcp_servers.libos.startup_timeout_sec=60',
+      'mcp_servers.libos.tool_timeout_sec=86400',
+      'mcp_servers.libos.default_tools_approval_mode="approve"',
+      'mcp_servers.libos.enabled_tools=["get_process"]',
+    ]);
+  });
+});
+
 describe('codexArgs', () => {
   const request: ShimRequest = { request_id: 'r', kind: 'explore', input: null, prompt: 'why?' };
-  const options: ShimOptions = { resultFile: '/r', command: 'codex', writable: false, extra: [] };
+  const options: ShimOptions = {
+    resultFile: '/r',
+    command: 'codex',
+    writable: false,
+    schemaCheck: true,
+    libosMcp: true,
+    extra: [],
+  };
 
   it('uses the read-only sandbox by default; model, schema path and extras before the prompt', () => {
     expect(codexArgs(request, { ...options, model: 'gpt-5', extra: ['--ephemeral'] }, 'out.json')).toEqual([

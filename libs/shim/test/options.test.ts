@@ -5,7 +5,14 @@ describe('parseShimOptions', () => {
   it('takes defaults, settings, and verbatim passthrough after --', () => {
     expect(parseShimOptions(['--result-file', '/r'], 'codex')).toEqual({
       type: 'options',
-      options: { resultFile: '/r', command: 'codex', writable: false, extra: [] },
+      options: {
+        resultFile: '/r',
+        command: 'codex',
+        writable: false,
+        schemaCheck: true,
+        libosMcp: true,
+        extra: [],
+      },
     });
     const full = parseShimOptions(
       [
@@ -35,11 +42,42 @@ describe('parseShimOptions', () => {
         model: 'm',
         cwd: '/w',
         writable: true,
+        schemaCheck: true,
+        libosMcp: true,
         schema: 's.json',
         // The CLI's own flags rode through untouched; ours stayed ours.
         extra: ['--model', 'theirs', '--result-file', 'x'],
       },
     });
+  });
+
+  it('turns off the schema check and the libos MCP server; narrows the libos tools to known names', () => {
+    const parsed = parseShimOptions(
+      [
+        '--result-file',
+        '/r',
+        '--no-schema-check',
+        '--no-libos-mcp',
+        '--libos-tools',
+        'spawn_child_process, wait_child_process',
+      ],
+      'claude',
+    );
+    expect(parsed).toMatchObject({
+      type: 'options',
+      options: {
+        schemaCheck: false,
+        libosMcp: false,
+        libosTools: ['spawn_child_process', 'wait_child_process'],
+      },
+    });
+    const unknown = parseShimOptions(
+      ['--result-file', '/r', '--libos-tools', 'spawn_child_process,rm_rf'],
+      'claude',
+    );
+    expect(unknown.type === 'error' && unknown.problem).toMatch(/^--libos-tools: no libos tool named rm_rf/);
+    const empty = parseShimOptions(['--result-file', '/r', '--libos-tools', ' , '], 'claude');
+    expect(empty.type === 'error' && empty.problem).toMatch(/^--libos-tools needs tool names/);
   });
 
   it('requires --result-file, and a --result-file after -- does not count', () => {

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { adminClient, type GlobalOptions } from '../context.js';
 import { CliError } from '../errors.js';
 import { emit, table } from '../output.js';
+import { resolveLibosCommand } from './libos-command.js';
 
 /** A file holds one image (named by --name or the file name), or a map of name → image. */
 const imageFileSchema = z.union([
@@ -45,7 +46,7 @@ export function registerImageCommands(program: Command): void {
     .description('register images from a JSON or YAML file, or one image from flags')
     .argument('[name]', 'image name (for flags, or a single-image file)')
     .option('-f, --file <path>', 'JSON or YAML: one image, or a map of name → image')
-    .option('--command <command>', 'executable')
+    .option('--command <command>', 'executable (`libos`: this installation, by absolute path)')
     .option('--arg <arg...>', 'arguments; one must name {result_file}')
     .option('--pool <pool>', 'worker pool (queue)')
     .option('--deadline-ms <ms>', 'deadline per launch')
@@ -73,7 +74,7 @@ export function registerImageCommands(program: Command): void {
         const admin = await adminClient(global);
         const stored: ImageView[] = [];
         for (const [imageName, spec] of Object.entries(specs))
-          stored.push(await admin.putImage(imageName, spec));
+          stored.push(await admin.putImage(imageName, resolveLibosCommand(spec)));
         emit(global.json, stored, () =>
           stored.map((image) => `image ${image.name} stored (pool ${image.spec.pool})`).join('\n'),
         );

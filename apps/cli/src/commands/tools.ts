@@ -17,8 +17,8 @@ export const PASSTHROUGH_COMMANDS: Record<string, (args: string[]) => Promise<nu
     return vizMain(args);
   },
   async mcp() {
-    const { serveMcpStdio } = await import('@libos/mcp');
-    await serveMcpStdio();
+    const { serveMcpFast } = await import('@libos/mcp');
+    await serveMcpFast();
     return 0;
   },
 };

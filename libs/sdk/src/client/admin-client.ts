@@ -7,7 +7,9 @@ import {
   adminObjectsResultSchema,
   adminTreeResultSchema,
   adminWaitResultSchema,
+  type ChildLogPage,
   type CreateRootInput,
+  childLogPageSchema,
   createRootResultSchema,
   describeResultSchema,
   type ImageSpecInput,
@@ -19,7 +21,18 @@ import {
   type Signal,
 } from '@libos/protocol';
 
+import { createParser } from 'eventsource-parser';
+import { LibosError } from './errors.js';
 import { Http, type HttpOptions, isRetryable, type RequestOptions, sleep } from './http.js';
+
+export interface LogQuery {
+  /** Default: the process's latest attempt. */
+  attempt?: number;
+  /** Only lines after this cursor (a page's `next`). */
+  after?: string;
+  /** Lines per page (1–10000, default 1000). */
+  limit?: number;
+}
 
 export interface AdminClientOptions extends Omit<HttpOptions, 'token'> {
   /** LIBOS_ADMIN_TOKEN */
@@ -125,6 +138,76 @@ export class AdminClient {
     const path = `/v1/admin/processes/${enc(pid)}/describe`;
     return (await this.http.request('GET', path, describeResultSchema, undefined, options)).data;
   }
+  /** One page of an attempt's child output (stdout and stderr), oldest first. */
+  async readLogs(pid: string, query: LogQuery = {}, options?: RequestOptions): Promise<ChildLogPage> {
+    return (
+      await this.http.request(
+        'GET',
+        `/v1/admin/processes/${enc(pid)}/logs${queryString(query)}`,
+        childLogPageSchema,
+        undefined,
+        options,
+      )
+    ).data;
+  }
+
+  /**
+   * Pages of an attempt's child output as they come (server-sent events), until its log has
+   * ended: the lines so far first, then each batch of new ones. A dropped connection is resumed
+   * after the last page seen; refusals (unknown pid, bad attempt) and a coordinator that cannot
+   * be reached at first throw at once.
+   */
+  async *followLogs(
+    pid: string,
+    query: Omit<LogQuery, 'limit'> = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<ChildLogPage> {
+    let after = query.after;
+    let attempt = query.attempt;
+    let resumable = false;
+    for (let failures = 0; ; ) {
+      const pages: ChildLogPage[] = [];
+      let problem: LibosError | undefined;
+      const parser = createParser({
+        onEvent: (message) => {
+          const parsed = childLogPageSchema.safeParse(safeJson(message.data));
+          if (parsed.success) pages.push(parsed.data);
+          else problem = new LibosError('internal', `unexpected log event: ${parsed.error.message}`, 200);
+        },
+      });
+      try {
+        const q = {
+          ...(attempt === undefined ? {} : { attempt }),
+          ...(after === undefined ? {} : { after }),
+        };
+        const body = await this.http.stream(
+          `/v1/admin/processes/${enc(pid)}/logs${queryString({ ...q, follow: 'true' })}`,
+          {},
+          options,
+        );
+        const decoder = new TextDecoder(); // a character may span two chunks
+        for await (const chunk of body) {
+          parser.feed(decoder.decode(chunk, { stream: true }));
+          if (problem) throw problem;
+          for (const page of pages.splice(0)) {
+            failures = 0;
+            resumable = true;
+            attempt = page.attempt; // a resume reads the attempt the follow started on
+            after = page.next ?? after;
+            yield page;
+            if (page.ended) return;
+          }
+        }
+      } catch (error) {
+        // A refusal ends the follow, and so does a coordinator never reached; a connection that
+        // breaks once pages have come (mid-stream too) is resumed.
+        if (options.signal?.aborted || (error instanceof LibosError && !isRetryable(error))) throw error;
+        if (!resumable) throw error;
+      }
+      await sleep(Math.min(2000, 50 * 2 ** failures++), options.signal);
+    }
+  }
+
   /** Read any object (e.g. a root's result) as the operator. */
   async readObject(oid: string, options?: RequestOptions) {
     return (
@@ -143,4 +226,12 @@ function queryString(query: object): string {
     params.set(key, Array.isArray(value) ? value.join(',') : String(value));
   }
   return params.size > 0 ? `?${params}` : '';
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -80,6 +80,38 @@ export class Http {
     const raw = typeof json === 'object' && json !== null ? (json as Record<string, unknown>) : {};
     return { data: parsed.data, raw };
   }
+
+  /**
+   * A GET answered with a stream (server-sent events): the body as it arrives. An error answer
+   * is read whole and thrown as a LibosError, as `request` does.
+   */
+  async stream(
+    path: string,
+    headers: Record<string, string> = {},
+    options: RequestOptions = {},
+  ): Promise<AsyncIterable<Buffer>> {
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(`${this.base}${path}`, {
+        method: 'GET',
+        dispatcher: this.dispatcher,
+        headers: { authorization: this.authorization, accept: 'text/event-stream', ...headers },
+        signal: options.signal,
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason ?? error;
+      throw new LibosError('transport', `cannot reach ${this.base}: ${describe(error)}`, 0);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      const text = await response.body.text();
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch {}
+      throw errorFromResponse(response.statusCode, json);
+    }
+    return response.body;
+  }
 }
 
 function describe(error: unknown): string {

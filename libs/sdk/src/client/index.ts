@@ -1,4 +1,4 @@
-export { AdminClient, type AdminClientOptions } from './admin-client.js';
+export { AdminClient, type AdminClientOptions, type LogQuery } from './admin-client.js';
 export { LibosError } from './errors.js';
 export { fromEnv, type ProcessFromEnv } from './from-env.js';
 export type { HttpOptions, RequestOptions } from './http.js';

@@ -1,9 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
 import { cliEnding } from '../ending.js';
+import { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpFor } from '../libos-mcp.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
@@ -17,16 +18,46 @@ import { addTokens, type Tokens, toUsage } from '../tokens.js';
 // so a capped or cancelled run usually carries no usage, and the parent records it unaccounted.
 
 /** The CLI argv: the prompt is the last positional. */
-export function codexArgs(request: ShimRequest, options: ShimOptions, schemaPath?: string): string[] {
+export function codexArgs(
+  request: ShimRequest,
+  options: ShimOptions,
+  schemaPath?: string,
+  libos?: LibosMcp,
+): string[] {
   const sandbox = options.writable || request.kind === 'worker' ? 'workspace-write' : 'read-only';
   const args = ['exec', '--json', '--skip-git-repo-check', '-s', sandbox];
   if (options.model !== undefined) args.push('-m', options.model);
   if (schemaPath !== undefined) args.push('--output-schema', schemaPath);
+  if (libos !== undefined) for (const setting of codexMcpSettings(libos)) args.push('-c', setting);
   args.push(...options.extra);
   // A prompt that looks like a flag must not be parsed as one.
   if (request.prompt.startsWith('-') && !options.extra.includes('--')) args.push('--');
   args.push(request.prompt);
   return args;
+}
+
+/** A blocking `wait_child_process` lasts as long as the child does: far beyond Codex's 60 s default. */
+export const CODEX_TOOL_TIMEOUT_SEC = 24 * 3600;
+
+/**
+ * The libos server as `-c` overrides of Codex's `mcp_servers.libos` (TOML values). Codex starts
+ * MCP servers with a scrubbed environment, so the three variables are passed by name
+ * (`env_vars`), never by value; `required` makes the first turn wait for the server (and fail
+ * the run if it cannot start); the libos tools are approved, since `exec` never asks.
+ */
+export function codexMcpSettings(libos: LibosMcp): string[] {
+  const key = `mcp_servers.${LIBOS_SERVER}`;
+  const settings = [
+    `${key}.command=${JSON.stringify(libos.command)}`,
+    `${key}.args=${JSON.stringify(libos.args)}`,
+    `${key}.env_vars=${JSON.stringify(LIBOS_ENV)}`,
+    `${key}.required=true`,
+    `${key}.startup_timeout_sec=60`,
+    `${key}.tool_timeout_sec=${CODEX_TOOL_TIMEOUT_SEC}`,
+    `${key}.default_tools_approval_mode="approve"`,
+  ];
+  if (libos.tools !== undefined) settings.push(`${key}.enabled_tools=${JSON.stringify(libos.tools)}`);
+  return settings;
 }
 
 const count = z.number().int().nonnegative();
@@ -45,6 +76,14 @@ const turnCompleted = z.object({
 });
 const turnFailed = z.object({ type: z.literal('turn.failed'), error: z.object({ message: z.string() }) });
 const streamError = z.object({ type: z.literal('error'), message: z.string() });
+
+const apiErrorBody = z.object({ error: z.object({ message: z.string() }) });
+
+/** Codex passes a refused request's body on as the message (0.169): `{"error":{"message":…}}`. */
+function apiErrorText(message: string): string | undefined {
+  const body = apiErrorBody.safeParse(parseJsonLine(message));
+  return body.success ? `API error: ${body.data.error.message}` : undefined;
+}
 
 export interface CodexReport {
   answer: unknown;
@@ -90,7 +129,7 @@ export class CodexStream {
       : error.success
         ? error.data.message
         : undefined;
-    if (message !== undefined) this.failure ??= `codex: ${message}`;
+    if (message !== undefined) this.failure ??= `codex: ${apiErrorText(message) ?? message}`;
   }
 
   #item(item: z.infer<typeof itemCompleted>['item']): void {
@@ -128,12 +167,18 @@ export class CodexStream {
 }
 
 /** The result for a finished CLI run (reference §3.3 "Endings"). */
-export function codexEnding(stream: CodexStream, cli: CliEnding, structured: boolean): ChildEnding {
+export function codexEnding(
+  stream: CodexStream,
+  cli: CliEnding,
+  structured: boolean,
+  schema?: unknown,
+): ChildEnding {
   return cliEnding('codex', cli, {
     usage: stream.usage(),
     steps: stream.steps,
     failure: stream.failure,
     report: () => stream.report(structured),
+    ...(schema === undefined ? {} : { schema }),
   });
 }
 
@@ -145,6 +190,14 @@ export const codexDialect: ShimDialect = {
     let scratch: string | undefined;
     try {
       let schemaPath = options.schema;
+      let schema: unknown = request.schema;
+      if (schema === undefined && options.schema !== undefined) {
+        try {
+          schema = JSON.parse(await readFile(options.schema, 'utf8'));
+        } catch (error) {
+          return { status: 'failed', reason: `cannot read --schema ${options.schema}: ${textOf(error)}` };
+        }
+      }
       if (request.schema !== undefined) {
         try {
           scratch = await mkdtemp(join(tmpdir(), 'workflow-codex-schema-'));
@@ -159,7 +212,8 @@ export const codexDialect: ShimDialect = {
       const maxSteps = request.max_steps;
       const cli = await runCli({
         command: options.command,
-        args: codexArgs(request, options, schemaPath),
+        args: codexArgs(request, options, schemaPath, libosMcpFor(options)),
+        env: await cliEnv(),
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         cancel: context.cancel,
         observe: (line) => {
@@ -167,7 +221,7 @@ export const codexDialect: ShimDialect = {
           return maxSteps !== undefined && stream.steps > maxSteps ? 'stop' : 'continue';
         },
       });
-      return codexEnding(stream, cli, structured);
+      return codexEnding(stream, cli, structured, options.schemaCheck ? schema : undefined);
     } finally {
       if (scratch !== undefined) await rm(scratch, { recursive: true, force: true }).catch(() => {});
     }
