@@ -4,6 +4,7 @@ import { PROCESS_STATUSES, SIGNALS } from '@libos/protocol';
 import { Command } from 'commander';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerDemoCommand } from './commands/demo.js';
+import { registerGcCommands } from './commands/gc.js';
 import { registerImageCommands } from './commands/images.js';
 import { registerLogCommands } from './commands/logs.js';
 import { registerMessageCommands } from './commands/messages.js';
@@ -82,6 +83,7 @@ if (passthrough) {
   registerProcessCommands(program);
   registerLogCommands(program);
   registerMessageCommands(program);
+  registerGcCommands(program);
   registerDemoCommand(program);
   // `libos completion bash|zsh|fish|powershell` prints a script; the shell then calls the hidden
   // `libos complete -- <words>` for suggestions, read from the commander tree above.

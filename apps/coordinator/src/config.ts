@@ -33,6 +33,40 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_CONSOLE_MAX_STREAMS: int(200),
   /** The console's built assets; default `@libos/console`'s `dist`. */
   LIBOS_CONSOLE_DIR: z.string().min(1).optional(),
+  /**
+   * How long a terminal process is kept after its end (once nothing can still ask for it) before
+   * the retention sweep deletes it; a root may set its own (`retention_ms`). Default 7 days.
+   */
+  LIBOS_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(7 * 24 * 3600 * 1000),
+  /** How often this coordinator runs the retention sweep (shards are shared among coordinators). */
+  LIBOS_GC_INTERVAL_MS: int(5_000),
+  /** When set: each deleted process's summary is appended to `<dir>/<YYYY-MM-DD>.jsonl` first. */
+  LIBOS_ARCHIVE_DIR: z.string().min(1).optional(),
+  /** Completed launch jobs BullMQ keeps (newest; 0: none) and for how long (s): Bull Board's history. */
+  LIBOS_QUEUE_KEEP_COMPLETED: z.coerce.number().int().min(0).default(1_000),
+  LIBOS_QUEUE_KEEP_COMPLETED_S: int(3600),
+  /** Failed launch jobs BullMQ keeps (newest) and for how long (s). */
+  LIBOS_QUEUE_KEEP_FAILED: z.coerce.number().int().min(0).default(10_000),
+  LIBOS_QUEUE_KEEP_FAILED_S: int(7 * 24 * 3600),
+  /** Approximate length of each launch queue's BullMQ event stream. */
+  LIBOS_QUEUE_EVENTS_MAX: int(1_000),
+  /** Bytes of messages one mailbox holds (unacknowledged and kept acknowledged ones). */
+  LIBOS_MAILBOX_MAX_BYTES: int(64 * 1024 * 1024),
+  /** Unacknowledged messages one mailbox holds. */
+  LIBOS_MAILBOX_MAX: int(10_000),
+  /** A root's `object_bytes` budget (its whole tree's objects) when neither the request nor its image sets one. */
+  LIBOS_TREE_OBJECT_BYTES: int(1024 * 1024 * 1024),
+  /**
+   * Above this share of Redis's `maxmemory`, new work (spawn, fork, send, create_object, root
+   * creation) is refused with 503 `unavailable`/`redis_memory` while work in flight completes.
+   */
+  LIBOS_REDIS_MEMORY_HIGH_WATER: z.coerce.number().gt(0).max(1).default(0.9),
+  /** How often Redis memory is read (one INFO memory per interval). */
+  LIBOS_REDIS_MEMORY_CHECK_MS: int(1_000),
   /** The most nodes one `GET /v1/admin/processes/{pid}/tree` answers (one Redis script walks them). */
   LIBOS_TREE_MAX_NODES: int(10_000),
   /** Candidates one page of a filtered `GET /v1/admin/processes` examines at most. */

@@ -3,6 +3,26 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Metrics } from './metrics.js';
 
+/** How much of its own history BullMQ keeps: bounded, so its keys do not grow with launches ever made. */
+export interface QueueRetention {
+  /** Completed launch jobs kept (newest), and for how long (s). 0: removed at once. */
+  keepCompleted: number;
+  keepCompletedSeconds: number;
+  /** Failed launch jobs kept (newest), and for how long (s). */
+  keepFailed: number;
+  keepFailedSeconds: number;
+  /** Approximate length of each queue's event stream. */
+  eventsMaxLen: number;
+}
+
+export const DEFAULT_QUEUE_RETENTION: QueueRetention = {
+  keepCompleted: 1_000,
+  keepCompletedSeconds: 3600,
+  keepFailed: 10_000,
+  keepFailedSeconds: 7 * 24 * 3600,
+  eventsMaxLen: 1_000,
+};
+
 export interface LaunchRequest {
   pid: string;
   attempt: number;
@@ -20,6 +40,7 @@ export class Launcher {
   constructor(
     private readonly connection: Redis,
     private readonly metrics?: Metrics,
+    private readonly retention: QueueRetention = DEFAULT_QUEUE_RETENTION,
   ) {}
 
   queue(pool: string): Queue<LaunchJob> {
@@ -28,6 +49,7 @@ export class Launcher {
       queue = new Queue<LaunchJob>(launchQueueName(pool), {
         connection: this.connection,
         prefix: QUEUE_PREFIX,
+        streams: { events: { maxLen: this.retention.eventsMaxLen } },
       });
       this.queues.set(pool, queue);
     }
@@ -45,8 +67,13 @@ export class Launcher {
       {
         jobId: launchJobId(launch.pid, launch.attempt),
         attempts: 1,
-        removeOnComplete: { age: 3600, count: 10_000 },
-        removeOnFail: { age: 7 * 24 * 3600 },
+        // BullMQ keeps finished jobs until told not to: bounded by age and count, so its keys
+        // do not grow with launches ever made (the kernel's rows, not the jobs, are the record).
+        removeOnComplete:
+          this.retention.keepCompleted === 0
+            ? true
+            : { age: this.retention.keepCompletedSeconds, count: this.retention.keepCompleted },
+        removeOnFail: { age: this.retention.keepFailedSeconds, count: this.retention.keepFailed },
       },
     );
     this.metrics?.launches.inc({ pool: launch.pool, attempt: launch.attempt === 1 ? 'first' : 'resumed' });

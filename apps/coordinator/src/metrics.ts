@@ -38,6 +38,44 @@ export function createMetrics() {
     help: 'Blocking waits and receives held open now',
     registers: [registry],
   });
-  return { registry, processesByStatus, queueDepth, launches, completions, wakeLatency, openLongPolls };
+  const redisUsedMemory = new Gauge({
+    name: 'libos_redis_used_memory_bytes',
+    help: 'Redis used_memory at the memory guard’s last reading',
+    registers: [registry],
+  });
+  const redisMaxMemory = new Gauge({
+    name: 'libos_redis_maxmemory_bytes',
+    help: 'Redis maxmemory (0: none) at the memory guard’s last reading',
+    registers: [registry],
+  });
+  const memoryGuard = new Gauge({
+    name: 'libos_redis_memory_guard',
+    help: '1 while new work is refused because Redis memory is above the high-water mark',
+    registers: [registry],
+  });
+  const memoryRefusals = new Counter({
+    name: 'libos_redis_memory_refusals_total',
+    help: 'Requests for new work this coordinator refused for Redis memory',
+    registers: [registry],
+  });
+  const gcDeleted = new Counter({
+    name: 'libos_gc_deleted_total',
+    help: 'Processes deleted by this coordinator’s retention sweeps and operator deletes',
+    registers: [registry],
+  });
+  return {
+    registry,
+    processesByStatus,
+    queueDepth,
+    launches,
+    completions,
+    wakeLatency,
+    openLongPolls,
+    redisUsedMemory,
+    redisMaxMemory,
+    memoryGuard,
+    memoryRefusals,
+    gcDeleted,
+  };
 }
 export type Metrics = ReturnType<typeof createMetrics>;

@@ -17,18 +17,22 @@ import {
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { jsonlArchive } from './archive.js';
 import { AdminAuth } from './auth.js';
 import { guardBody } from './body-guard.js';
 import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
 import { ConsoleSessions } from './console-sessions.js';
+import { GcSweeper } from './gc-sweeper.js';
 import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './http-errors.js';
 import { Launcher } from './launcher.js';
+import { MemoryGuard } from './memory-guard.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
 import { consoleAssetsDir, consoleRoutes } from './routes/console.js';
 import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
+import { retentionRoutes } from './routes/retention.js';
 import { toolRoutes } from './routes/tools.js';
 
 /**
@@ -45,7 +49,21 @@ export interface ServerParts {
   metrics: Metrics;
   /** Aborted at shutdown: open long-polls answer `ready: false` and clients ask again. */
   shutdown: AbortController;
+  /** Refuses new work while Redis memory is above its high-water mark. */
+  memoryGuard: MemoryGuard;
+  /** The retention sweep (started by `startCoordinator`). */
+  sweeper: GcSweeper;
 }
+
+/** Requests that start new work (new rows, messages or objects in Redis): refused by the memory guard. */
+const NEW_WORK = new Set([
+  'POST /v1/admin/processes',
+  'POST /v1/tools/spawn_child_process',
+  'POST /v1/tools/fork_child_process',
+  'POST /v1/tools/spawn_children',
+  'POST /v1/tools/send_process_message',
+  'POST /v1/tools/create_object',
+]);
 
 /**
  * The coordinator's HTTP service: a thin layer over the kernel. `redis` serves the kernel;
@@ -58,7 +76,13 @@ export async function buildServer(
   logger: Logger,
 ): Promise<ServerParts> {
   const metrics = createMetrics();
-  const launcher = new Launcher(queueRedis, metrics);
+  const launcher = new Launcher(queueRedis, metrics, {
+    keepCompleted: config.LIBOS_QUEUE_KEEP_COMPLETED,
+    keepCompletedSeconds: config.LIBOS_QUEUE_KEEP_COMPLETED_S,
+    keepFailed: config.LIBOS_QUEUE_KEEP_FAILED,
+    keepFailedSeconds: config.LIBOS_QUEUE_KEEP_FAILED_S,
+    eventsMaxLen: config.LIBOS_QUEUE_EVENTS_MAX,
+  });
   const shutdown = new AbortController();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,
@@ -86,6 +110,16 @@ export async function buildServer(
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
   app.addHook('onRequest', async () => {
     if (shutdown.signal.aborted) throw new HttpRefusal('unavailable', 'the coordinator is shutting down');
+  });
+  const memoryGuard = new MemoryGuard(
+    redis,
+    { highWater: config.LIBOS_REDIS_MEMORY_HIGH_WATER, intervalMs: config.LIBOS_REDIS_MEMORY_CHECK_MS },
+    logger,
+    metrics,
+  );
+  app.addHook('onRequest', async (request) => {
+    if (memoryGuard.over && NEW_WORK.has(`${request.method} ${request.routeOptions.url}`))
+      memoryGuard.check(`${request.method} ${request.routeOptions.url}`);
   });
   app.addHook('preValidation', guardBody);
   app.addHook('onResponse', async (request, reply) => {
@@ -125,6 +159,10 @@ export async function buildServer(
     redis,
     limits: {
       pollMs: config.LIBOS_LONG_POLL_MS,
+      retentionMs: config.LIBOS_RETENTION_MS,
+      mailboxMax: config.LIBOS_MAILBOX_MAX,
+      mailboxMaxBytes: config.LIBOS_MAILBOX_MAX_BYTES,
+      treeObjectBytes: config.LIBOS_TREE_OBJECT_BYTES,
       treeMaxNodes: config.LIBOS_TREE_MAX_NODES,
       treeDefaultNodes: Math.min(2_000, config.LIBOS_TREE_MAX_NODES),
       listScanMax: config.LIBOS_LIST_SCAN_MAX,
@@ -169,9 +207,15 @@ export async function buildServer(
     }),
   );
   await app.register((scope) => opsRoutes(scope, { redis, kernel, launcher, metrics }));
+  const sweeper = new GcSweeper(kernel, logger, {
+    intervalMs: config.LIBOS_GC_INTERVAL_MS,
+    metrics,
+    ...(config.LIBOS_ARCHIVE_DIR ? { archive: jsonlArchive(config.LIBOS_ARCHIVE_DIR) } : {}),
+  });
+  await app.register((scope) => retentionRoutes(scope, { sweeper, auth }));
 
   for (const image of await kernel.admin.listImages().catch(() => [])) showPool(image.spec.pool);
-  return { app, kernel, launcher, metrics, shutdown };
+  return { app, kernel, launcher, metrics, shutdown, memoryGuard, sweeper };
 }
 
 export { BOARD_PATH };

@@ -100,6 +100,8 @@ export async function startCoordinator(
     relaunchAfterMs: config.LIBOS_RELAUNCH_AFTER_MS,
   });
   reaper.start();
+  await parts.memoryGuard.start();
+  parts.sweeper.start();
   logger.info({ url }, 'coordinator listening');
   let closing: Promise<void> | undefined;
   return {
@@ -111,6 +113,8 @@ export async function startCoordinator(
         parts.shutdown.abort(new Error('the coordinator is shutting down'));
         await parts.app.close();
         await reaper.stop();
+        parts.memoryGuard.stop();
+        await parts.sweeper.stop();
         await parts.kernel.close();
         await parts.launcher.close();
         redis.disconnect();

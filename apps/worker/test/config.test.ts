@@ -198,6 +198,7 @@ function claimed(
       steps: dimension(null),
       wall_ms: dimension(null),
       children: dimension(null),
+      object_bytes: dimension(null),
       ...budget,
     },
     lease_expires_at: new Date().toISOString(),

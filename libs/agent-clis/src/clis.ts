@@ -10,9 +10,14 @@ const require = createRequire(import.meta.url);
 export const CLAUDE_CODE_VERSION = '2.1.328';
 export const CODEX_VERSION = '0.169.0';
 
-/** Claude Code's native executable (the package's postinstall links it over its placeholder). */
+/**
+ * Claude Code's native executable, from its platform package. The `@anthropic-ai/claude-code`
+ * wrapper is not installed: it only links this same binary in a postinstall script (which npm 11
+ * does not run unless allowed) and declares Node >= 22 (an engine warning on Node 20).
+ */
 export function claudeBin(): string {
-  return join(dirname(require.resolve('@anthropic-ai/claude-code/package.json')), 'bin', 'claude.exe');
+  const platform = `@anthropic-ai/claude-code-${process.platform}-${process.arch}`;
+  return join(dirname(require.resolve(`${platform}/package.json`)), 'claude');
 }
 
 /** Codex's launcher (a node script that runs the platform's native binary). */

@@ -108,7 +108,10 @@ export class AdminOps {
     const defaults = budgetUnits(spec?.default_budget);
     const budget: Record<string, number> = {};
     for (const dimension of BUDGET_DIMENSIONS)
-      budget[dimension] = explicit[dimension] ?? defaults[dimension] ?? -1;
+      budget[dimension] =
+        explicit[dimension] ??
+        defaults[dimension] ??
+        (dimension === 'object_bytes' ? this.core.limits.treeObjectBytes : -1);
     const cwd = normalizeAbsolute(args.cwd ?? spec?.cwd ?? '/');
     const caps = (args.capabilities ?? DEFAULT_ROOT_CAPABILITIES).map(storedCapability);
     for (let attempt = 0; ; attempt += 1) {
@@ -131,6 +134,7 @@ export class AdminOps {
           budget,
           launch: args.launch,
           th: minted?.tokenHash ?? '',
+          retention_ms: args.retention_ms ?? this.core.limits.retentionMs,
         });
         const row = rowFromFlat(reply.rest[0]);
         createHeadSchema.parse(reply.head);

@@ -12,6 +12,7 @@ import { KernelError } from './errors.js';
 import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
+import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
 import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
@@ -19,6 +20,16 @@ import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 export interface KernelLimits {
   /** Unacknowledged messages a mailbox holds before sends are refused (`mailbox_full`). */
   mailboxMax: number;
+  /**
+   * Content bytes a mailbox holds (body and payload): a send that would take its unacknowledged
+   * messages past it is refused (`mailbox_full`, `details.bound: 'bytes'`); acknowledged ones
+   * are trimmed, oldest first, to make room.
+   */
+  mailboxMaxBytes: number;
+  /** A root's `object_bytes` budget (its tree's objects) when neither the request nor the image sets one. */
+  treeObjectBytes: number;
+  /** A child's `object_bytes` budget when neither the spawn nor its image sets one (capped by the parent's remaining). */
+  processObjectBytes: number;
   /** Acknowledged messages kept per mailbox (oldest trimmed beyond it). */
   ackedRetention: number;
   /** Largest JSON payload (object, message body+payload, spawn input) in bytes. */
@@ -35,6 +46,15 @@ export interface KernelLimits {
    * its lease).
    */
   indexBatchMs: number;
+  /**
+   * How long a terminal process is kept after its end (once nothing can still ask for it) before
+   * the retention sweep deletes it; a root may set its tree's own at creation.
+   */
+  retentionMs: number;
+  /** Processes one retention script call deletes at most. */
+  gcBatch: number;
+  /** Objects and keys one retention script call deletes at most (bounds how long it holds Redis). */
+  gcCost: number;
   /** Nodes an admin tree read returns when the query names no `max_nodes`. */
   treeDefaultNodes: number;
   /** The most nodes one admin tree read returns (one script: it bounds the script's time). */
@@ -49,12 +69,18 @@ export interface KernelLimits {
 
 export const DEFAULT_LIMITS: KernelLimits = {
   mailboxMax: 10_000,
+  mailboxMaxBytes: 64 * 1024 * 1024,
+  treeObjectBytes: 1024 * 1024 * 1024,
+  processObjectBytes: 64 * 1024 * 1024,
   ackedRetention: 10_000,
   maxPayloadBytes: 1_048_576,
   pollMs: 25_000,
   imageCacheMs: 1_000,
   wakeLingerMs: 10_000,
   indexBatchMs: 20,
+  retentionMs: 7 * 24 * 3600 * 1000,
+  gcBatch: 100,
+  gcCost: 500,
   treeDefaultNodes: 2_000,
   treeMaxNodes: 10_000,
   goalPreviewBytes: 256,
@@ -108,6 +134,7 @@ export class KernelCore {
   readonly index: IndexWriter;
   readonly images: ImageRegistry;
   readonly limits: KernelLimits;
+  readonly retention: Retention;
   private hubInstance: WakeHub | undefined;
 
   constructor(
@@ -124,6 +151,7 @@ export class KernelCore {
       this.limits.indexBatchMs,
     );
     this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
+    this.retention = new Retention(this, options.onError ?? (() => {}));
   }
 
   get hub(): WakeHub {
@@ -133,6 +161,7 @@ export class KernelCore {
 
   async close(): Promise<void> {
     await this.index.drain();
+    await this.retention.drain();
     await this.hubInstance?.close();
     this.hubInstance = undefined;
   }
@@ -147,6 +176,7 @@ export class KernelCore {
     const sent = proof ? { ...args, th: proof.tokenHash } : args;
     const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
+    if (reply.gc) this.retention.mark(root, reply.gc);
     if (proof && reply.noticesDue) proof.noticesDue = reply.noticesDue;
     return reply;
   }

@@ -69,6 +69,15 @@ export function fromRedisError(error: unknown): KernelError {
       return new KernelError(parsed.data.code, parsed.data.message, hasDetails ? details.data : undefined);
     }
   }
+  // Redis at maxmemory with noeviction refuses a script's first write: a script that began over
+  // the limit writes nothing (every script checks before it writes), so this is a clean refusal.
+  if (/^OOM /.test(message)) {
+    return new KernelError(
+      'unavailable',
+      'Redis is at its maxmemory (noeviction): nothing was written; retry once finished work is released',
+      { reason: 'redis_memory' },
+    );
+  }
   if (
     /ECONNREFUSED|ECONNRESET|Connection is closed|max retries|LOADING|ETIMEDOUT|EPIPE|Stream isn't writeable/i.test(
       message,

@@ -19,6 +19,15 @@ export {
 export { KernelError } from './errors.js';
 export { type AuthenticatedCaller, Kernel, type KernelTools } from './kernel.js';
 export { Keys } from './keys.js';
+export {
+  type ArchiveRecord,
+  type ArchiveSink,
+  GC_SHARDS,
+  gcShardOf,
+  type Retention,
+  type SweepOptions,
+  type SweepReport,
+} from './retention.js';
 export { hashSecret, mintToken, parseToken } from './tokens.js';
 export { type WakeEvent, WakeHub, type WakeListener, type WakeTopic } from './wake-hub.js';
 export type { ClaimOptions, Recovery, WorkerOps } from './worker-ops.js';

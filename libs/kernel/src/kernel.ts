@@ -22,6 +22,7 @@ import { KernelError, parseOrThrow } from './errors.js';
 import { MessageTools } from './message-tools.js';
 import { ObjectTools } from './object-tools.js';
 import { ProcessTools } from './process-tools.js';
+import type { Retention } from './retention.js';
 import { hashSecret, parseToken } from './tokens.js';
 import type { WakeHub } from './wake-hub.js';
 import { WorkerOps } from './worker-ops.js';
@@ -94,6 +95,11 @@ export class Kernel {
 
   get keys() {
     return this.core.keys;
+  }
+
+  /** Retention: `sweep()` deletes what is due now, `deleteTree(pid)` an operator's delete. */
+  get retention(): Retention {
+    return this.core.retention;
   }
 
   /** The shared subscriber (one connection) that blocking waits and worker control use. */

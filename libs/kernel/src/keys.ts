@@ -81,6 +81,10 @@ export class Keys {
   get outcomeCounts(): string {
     return `${this.index}outcomes`;
   }
+  /** A retention sweep shard's base `<prefix>{gc<n>}:` (its `trees` zset, `v` hash, `lock`). */
+  gcShard(n: number): string {
+    return `${this.prefix}{gc${n}}:`;
+  }
   get images(): string {
     return `${this.prefix}images`;
   }

@@ -81,6 +81,7 @@ export class MessageTools {
       kind: args.kind,
       content: this.core.json({ body: args.body ?? null, payload: args.payload ?? null }, 'message'),
       max: this.core.limits.mailboxMax,
+      max_bytes: this.core.limits.mailboxMaxBytes,
     };
     if (args.channel !== undefined) script.channel = args.channel;
     if (args.correlation_id !== undefined) script.correlation_id = args.correlation_id;

@@ -71,6 +71,7 @@ export class ProcessTools {
       paths: paths(args.inherited_paths),
       caps: (args.inherit_capabilities ?? []).map(storedCapability),
       budget: budgetUnits(args.resource_budget),
+      object_bytes: this.core.limits.processObjectBytes,
       include_parent_roots: args.include_parent_roots ?? true,
     };
     if (args.input !== undefined) script.input = this.core.json(args.input, 'input');

@@ -73,6 +73,7 @@ export function budgetOf(row: ProcessRow): BudgetView {
     steps: dimension(row, 'steps'),
     wall_ms: dimension(row, 'wall_ms'),
     children: dimension(row, 'children'),
+    object_bytes: dimension(row, 'object_bytes'),
   };
 }
 

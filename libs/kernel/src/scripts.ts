@@ -25,6 +25,7 @@ export const TREE_SCRIPTS = [
   'renew',
   'complete',
   'recover',
+  'gc',
   'tree',
   'mail_peek',
   'log_append',
@@ -41,9 +42,14 @@ function luaSource(name: string): string {
 const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number(), z.number().optional()]);
 export type IndexRecord = z.infer<typeof indexRecordSchema>;
 
+const gcMarkSchema = z.object({ at: z.number(), v: z.number() });
+/** A tree's script recorded processes as due for deletion: the earliest may go `at`; `v` the due-set version. */
+export type GcMark = z.infer<typeof gcMarkSchema>;
+
 const headSchema = z.looseObject({
   idx: luaList(indexRecordSchema).optional(),
   nd: z.object({ i: z.number(), n: z.number() }).optional(),
+  gc: gcMarkSchema.optional(),
 });
 
 /** Whether notices are due to a token-proven caller (interrupts, normal messages). */
@@ -61,11 +67,17 @@ export interface ScriptReply {
   index: IndexRecord[];
   /** For a call made with a token's proof: the notices due to the caller after it. */
   noticesDue?: NoticesDue;
+  /** Processes of the tree became due for deletion (retention). */
+  gc?: GcMark;
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
-const LIB_MODULES = ['caps', 'budget', 'objects', 'terminal', 'mail', 'rows', 'attempts'] as const;
-const REQUIRES: Record<string, readonly string[]> = { terminal: ['budget', 'objects'] };
+const LIB_MODULES = ['caps', 'budget', 'objects', 'retain', 'terminal', 'mail', 'rows', 'attempts'] as const;
+const REQUIRES: Record<string, readonly string[]> = {
+  objects: ['budget'],
+  retain: ['budget', 'objects'],
+  terminal: ['budget', 'objects', 'retain'],
+};
 
 /** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */
 export function assemble(name: string, read: (file: string) => string = luaSource): string {
@@ -78,11 +90,14 @@ export function assemble(name: string, read: (file: string) => string = luaSourc
   return parts.join('\n');
 }
 
+/** Scripts on keys of their own (not a tree's): the status index, retention shards. */
+const GLOBAL_SCRIPTS = ['index', 'index_drop', 'gc_shard'] as const;
+
 let cachedSources: Map<string, string> | undefined;
 function sources(): Map<string, string> {
   if (!cachedSources) {
     cachedSources = new Map(TREE_SCRIPTS.map((name) => [name, assemble(name)]));
-    cachedSources.set('index', luaSource('index'));
+    for (const name of GLOBAL_SCRIPTS) cachedSources.set(name, luaSource(name));
   }
   return cachedSources;
 }
@@ -114,12 +129,13 @@ export class Scripts {
     }
     if (!Array.isArray(raw) || typeof raw[0] !== 'string')
       throw new KernelError('internal', `script ${name}: bad reply`);
-    const { idx, nd, ...head } = headSchema.parse(JSON.parse(raw[0]));
+    const { idx, nd, gc, ...head } = headSchema.parse(JSON.parse(raw[0]));
     return {
       head,
       rest: raw.slice(1),
       index: idx ?? [],
       ...(nd ? { noticesDue: { interrupt: nd.i === 1, normal: nd.n === 1 } } : {}),
+      ...(gc ? { gc } : {}),
     };
   }
 
@@ -134,6 +150,26 @@ export class Scripts {
     if (!fn) throw new KernelError('internal', 'no index script');
     try {
       await fn(genKey, base, JSON.stringify(records), JSON.stringify(counts));
+    } catch (error) {
+      throw fromRedisError(error);
+    }
+  }
+
+  /** Remove deleted processes from the status and lease indexes. */
+  async indexDrop(genKey: string, base: string, pids: string[]): Promise<void> {
+    await this.global('index_drop', genKey, base, JSON.stringify(pids));
+  }
+
+  /** A retention shard operation (gc_shard.lua): mark, settle, lock, unlock. */
+  async shard(treesKey: string, base: string, op: string, ...args: (string | number)[]): Promise<number> {
+    return z.number().parse(await this.global('gc_shard', treesKey, base, op, ...args));
+  }
+
+  private async global(name: string, key: string, ...args: (string | number)[]): Promise<unknown> {
+    const fn = this.fns.get(name);
+    if (!fn) throw new KernelError('internal', `no script ${name}`);
+    try {
+      return await fn(key, ...args);
     } catch (error) {
       throw fromRedisError(error);
     }

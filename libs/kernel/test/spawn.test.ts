@@ -259,6 +259,8 @@ describe('budgets', () => {
       steps: { limit: 50, reserved: 0, used: 0, remaining: 50 },
       wall_ms: { limit: 5000, reserved: 0, used: 0, remaining: 5000 },
       children: { limit: 0, reserved: 0, used: 0, remaining: 0 },
+      // object_bytes is not halved: a fixed default (processObjectBytes) within what is left
+      object_bytes: { limit: 64 * 1024 * 1024, reserved: 0, used: 0, remaining: 64 * 1024 * 1024 },
     });
     const p = (await k().admin.getProcess(parent.pid)).resource_budget;
     expect(p.tokens).toEqual({ limit: 1000, reserved: 500, used: 0, remaining: 500 });

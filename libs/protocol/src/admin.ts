@@ -90,6 +90,16 @@ export const createRootArgsSchema = z.strictObject({
   input: jsonValueSchema.optional(),
   /** A JSON Schema the launched root's report must satisfy (the contract request's `schema`). */
   schema: z.record(z.string(), jsonValueSchema).optional(),
+  /**
+   * How long the tree's processes are kept after they end (once nothing can still ask for them)
+   * before they are deleted; omitted: the coordinator's LIBOS_RETENTION_MS (default 7 days).
+   */
+  retention_ms: z
+    .number()
+    .int()
+    .min(0)
+    .max(10 * 365 * 24 * 3600 * 1000)
+    .optional(),
 });
 export type CreateRootArgs = z.infer<typeof createRootArgsSchema>;
 export type CreateRootInput = z.input<typeof createRootArgsSchema>;

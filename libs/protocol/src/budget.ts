@@ -1,6 +1,13 @@
 import { z } from 'zod';
 
-export const BUDGET_DIMENSIONS = ['tokens', 'cost_usd', 'steps', 'wall_ms', 'children'] as const;
+export const BUDGET_DIMENSIONS = [
+  'tokens',
+  'cost_usd',
+  'steps',
+  'wall_ms',
+  'children',
+  'object_bytes',
+] as const;
 export type BudgetDimension = (typeof BUDGET_DIMENSIONS)[number];
 
 const count = z.number().int().min(0).max(1e12);
@@ -12,6 +19,8 @@ export const budgetRequestSchema = z.strictObject({
   steps: count.optional(),
   wall_ms: count.optional(),
   children: count.optional(),
+  /** Bytes of object payloads the process and its descendants may hold at once (released ones count no more). */
+  object_bytes: count.optional(),
 });
 export type BudgetRequest = z.infer<typeof budgetRequestSchema>;
 
@@ -30,5 +39,6 @@ export const budgetViewSchema = z.object({
   steps: budgetDimensionViewSchema,
   wall_ms: budgetDimensionViewSchema,
   children: budgetDimensionViewSchema,
+  object_bytes: budgetDimensionViewSchema,
 });
 export type BudgetView = z.infer<typeof budgetViewSchema>;

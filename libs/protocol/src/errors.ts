@@ -37,6 +37,7 @@ export const REASONS = [
   'budget',
   'mailbox_full',
   'payload',
+  'redis_memory',
   // state
   'already_merged',
   'terminal',
@@ -48,6 +49,7 @@ export const REASONS = [
   'superseded',
   'not_runnable',
   'released',
+  'deleted',
   'version_conflict',
   // input
   'no_image',

@@ -9,5 +9,6 @@ export * from './logs.js';
 export * from './messages.js';
 export * from './operator.js';
 export * from './process.js';
+export * from './retention.js';
 export * from './tools.js';
 export * from './worker.js';

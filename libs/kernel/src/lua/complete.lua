@@ -29,6 +29,8 @@ if psig then
 elseif status == 'exited' then
   local oid, key = new_oid()
   put_object(oid, key, 'PROCESS_RESULT', pid, A.report or 'null', jdecode(r.taint, {}))
+  -- charged, never refused: a completion is never lost (it may pass the limit, as usage may)
+  charge(pid, r, { object_bytes = #(A.report or 'null') })
   redis.call('HSET', hkey(pid), oid, 'rw')
   result = oid
 end

@@ -1,8 +1,10 @@
 -- needs: objects rows
 -- A new tree: its counters, the root row, the goal object. A: pid, goal, input? (JSON), image,
--- ispec, idef, pool, cwd, caps, clearance, budget (dim -> limit, -1 unlimited), launch, th.
+-- ispec, idef, pool, cwd, caps, clearance, budget (dim -> limit, -1 unlimited), launch, th,
+-- retention_ms.
 if redis.call('EXISTS', KEYS[1]) == 1 then fail('failed_precondition', nil, 'pid taken: ' .. A.pid) end
-redis.call('HSET', KEYS[1], 'p', 0, 'o', 0, 'm', 0)
+-- ret: the tree's retention period (ms), which every process of it keeps after its end
+redis.call('HSET', KEYS[1], 'p', 0, 'o', 0, 'm', 0, 'ret', A.retention_ms)
 local pid = A.pid
 local goal_oid, goal_key = new_oid()
 put_object(goal_oid, goal_key, 'GOAL', pid, cjson.encode(A.goal), {})

@@ -5,9 +5,11 @@ local P = A.caller
 local r = caller_row(P)
 local result = ''
 if given(A.payload) then
+  require_bytes(P, r, #A.payload)
   local oid, key = new_oid()
   put_object(oid, key, 'PROCESS_RESULT', P, A.payload, jdecode(r.taint, {}))
   redis.call('HSET', hkey(P), oid, 'rw')
+  charge(P, r, { object_bytes = #A.payload })
   result = oid
 end
 local status, otype = 'exited', 'completed'

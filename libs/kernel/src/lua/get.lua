@@ -7,5 +7,5 @@ if A.caller ~= '' then
   if A.caller ~= A.pid then child_of(A.caller, A.pid, { 'status', 'parent' }) end
 end
 local row = flat_row(A.pid)
-if #row == 0 then fail('not_found', nil, 'no such process ' .. A.pid) end
+if #row == 0 then absent(A.pid) end
 return reply({}, row)

@@ -6,12 +6,16 @@ local B = ARGV[1]
 local ROOT = string.match(B, '{([^}]*)}:$')
 local A = cjson.decode(ARGV[2])
 local NULL = cjson.null
-local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children' }
+local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children', 'object_bytes' }
 local TERMINAL = { exited = true, failed = true, killed = true }
 local IDX = {}
 -- Rows this call changed or created, `{pid, gen, status}`: published once by reply() on the
 -- tree's `ev` channel as `<root> <json list>` (the console's live view; lease renewals are not).
 local EV = {}
+-- Retention: the earliest time a process of this tree recorded as due may be deleted (see
+-- lib_retain.lua), and the tree's due-set version; the reply carries both so the TypeScript
+-- layer can mark the tree in its sweep shard.
+local GC = nil
 -- Notices due to a token-proven caller when its call began (see check_token).
 local ND = nil
 local NOW = nil
@@ -54,6 +58,16 @@ local function okey(oid)
 end
 local function root_of(pid)
   return (string.match(pid, '^([^.]+)'))
+end
+
+-- A process that is not there: one this tree numbered before was deleted after its retention
+-- period (or by an operator); say so rather than "no such process".
+local function absent(pid)
+  local n = tonumber(string.match(pid, '%.(%d+)$') or '')
+  if n and n <= tonumber(redis.call('HGET', KEYS[1], 'p') or '0') then
+    fail('not_found', 'deleted', 'process ' .. pid .. ' was deleted after its retention period ended')
+  end
+  fail('not_found', nil, 'no such process ' .. pid .. ' (never created, or deleted after its retention period ended)')
 end
 
 -- Row fields a row omits while they hold their default: new rows write only what differs, which
@@ -133,6 +147,7 @@ local function reply(head, ...)
   head.idx = IDX
   head.nd = ND
   if #EV > 0 then redis.call('SPUBLISH', B .. 'ev', ROOT .. ' ' .. cjson.encode(EV)) end
+  head.gc = GC
   return { cjson.encode(head), ... }
 end
 
@@ -182,7 +197,7 @@ end
 
 local function child_of(parent, child, fields)
   local c = load(child, fields)
-  if not c then fail('not_found', nil, 'no such process ' .. child) end
+  if not c then absent(child) end
   if c.parent ~= parent then
     fail('permission_denied', 'not_direct_child', child .. ' is not a direct child of ' .. parent)
   end

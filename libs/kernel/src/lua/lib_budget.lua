@@ -82,3 +82,35 @@ local function release_budget(r)
     p = pr.parent
   end
 end
+
+-- Object bytes held: a payload stored is charged (`charge`) and refused beyond what is left; a
+-- payload released or deleted is given back to the process and every ancestor.
+local function require_bytes(pid, r, size)
+  local rem = remaining(r, 'object_bytes')
+  if rem and size > rem then
+    fail('resource_exhausted', 'budget', 'an object of ' .. size .. ' bytes exceeds the object_bytes budget ' .. pid ..
+      ' has left (' .. math.max(0, rem) .. ' bytes)', { dimension = 'object_bytes', requested = size, remaining = math.max(0, rem) })
+  end
+end
+
+-- The bytes an object holds against object_bytes (a launch's goal is not charged).
+local function held_bytes(key)
+  local v = redis.call('HMGET', key, 'kind', 'payload')
+  if not v[1] or v[1] == 'GOAL' then return 0 end
+  return #v[2]
+end
+
+local OBJECT_BYTES_FIELDS = { 'status', 'parent', 'bl:object_bytes', 'br:object_bytes', 'bu:object_bytes' }
+
+local function uncharge(pid, bytes)
+  if bytes <= 0 then return end
+  local p = pid
+  while p and p ~= '' do
+    local v = redis.call('HMGET', pkey(p), 'status', 'bu:object_bytes', 'parent')
+    if not v[1] then return end
+    local left = (tonumber(v[2] or '0') or 0) - bytes
+    if left < 0 then left = 0 end
+    redis.call('HSET', pkey(p), 'bu:object_bytes', left)
+    p = v[3]
+  end
+end

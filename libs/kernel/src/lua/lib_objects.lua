@@ -26,7 +26,29 @@ end
 -- Release everything a process owns (its unmerged memory) and its handles.
 local function release_memory(pid, r)
   local owned = redis.call('SMEMBERS', ownkey(pid))
-  for _, oid in ipairs(owned) do redis.call('DEL', okey(oid)) end
+  local bytes = 0
+  for _, oid in ipairs(owned) do
+    bytes = bytes + held_bytes(okey(oid))
+    redis.call('UNLINK', okey(oid))
+  end
+  uncharge(pid, bytes)
   redis.call('DEL', ownkey(pid), hkey(pid))
   hset(pid, r, { released = 1 })
+end
+
+-- A root's memory has no parent to merge it: at its terminal transition everything it owns but
+-- its result (which the operator reads) is released, with its mailbox (nobody can read it any
+-- more). The result and the row go with the tree when its retention period ends.
+local function release_root(pid, result_oid)
+  local bytes = 0
+  for _, oid in ipairs(redis.call('SMEMBERS', ownkey(pid))) do
+    if oid ~= result_oid then
+      bytes = bytes + held_bytes(okey(oid))
+      redis.call('UNLINK', okey(oid))
+      redis.call('SREM', ownkey(pid), oid)
+      redis.call('HDEL', hkey(pid), oid)
+    end
+  end
+  uncharge(pid, bytes)
+  redis.call('UNLINK', B .. 'mm:' .. pid, B .. 'mu:' .. pid, B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid)
 end

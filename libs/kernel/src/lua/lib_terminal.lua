@@ -41,13 +41,17 @@ terminalize = function(pid, r, status, outcome, result_oid)
     end
     -- An exited parent has released its unmerged child memory; a late child follows suit.
     if TERMINAL[pr.status] then release_memory(pid, r) end
+  else
+    release_root(pid, result_oid or '')
   end
   for _, c in ipairs(redis.call('ZRANGE', kkey(pid), 0, -1)) do
     local cr = load(c)
     if TERMINAL[cr.status] then
       if cr.merged ~= '1' and cr.released ~= '1' then release_memory(c, cr) end
+      retain(c, cr)
     else
       kill(c, cr, 'terminate', 'parent_terminated')
     end
   end
+  retain(pid, r)
 end

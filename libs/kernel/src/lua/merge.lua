@@ -1,4 +1,4 @@
--- needs: objects
+-- needs: objects retain
 -- merge_child_memory: once, for a direct terminal child. A: caller, child, include_child_created.
 -- Candidates are the child's own roots (and, with include_child_created, its other PROCESS
 -- objects); they change owner to the caller and keep their OIDs. Every other object the child
@@ -57,17 +57,28 @@ end
 -- ------------------------------------------------------------ writes
 touch(P, pr)
 local merged_set = label_set(merged)
+local moved, freed = 0, 0
 for _, oid in ipairs(merged) do
+  moved = moved + held_bytes(okey(oid))
   redis.call('HSET', okey(oid), 'owner', P, 'ut', now())
   redis.call('SADD', ownkey(P), oid)
   redis.call('HSET', hkey(P), oid, 'rw')
 end
 for _, oid in ipairs(owned) do
   if not merged_set[oid] then
+    freed = freed + held_bytes(okey(oid))
     redis.call('DEL', okey(oid))
     redis.call('HDEL', hkey(P), oid)
   end
 end
 redis.call('DEL', ownkey(C), hkey(C))
+-- object bytes: the merged ones stay held (by the caller now, which counted them as its
+-- descendant's); the released ones are given back up the chain
+local cb = bnum(c, 'bu:object_bytes') - moved
+if cb < 0 then cb = 0 end
+redis.call('HSET', pkey(C), 'bu:object_bytes', cb)
+c['bu:object_bytes'] = tostring(cb)
+uncharge(C, freed)
 bump(C, c, { merged = 1 })
+retain(C, c)
 return reply({ merged_oids = merged, skipped_oids = skipped })

@@ -14,10 +14,18 @@ if given(A.if_version) and A.if_version ~= version then
     { version = version })
 end
 local labels = union(jdecode(o.labels, {}), jdecode(r.taint, {}))
+-- the owner holds the bytes: a larger payload must fit its object_bytes budget
+local delta = #A.payload - #(o.payload or '')
+local ob = nil
+if delta > 0 then
+  ob = load(o.owner, OBJECT_BYTES_FIELDS)
+  if ob then require_bytes(o.owner, ob, delta) end
+end
 if o.owner ~= P then
   local owner = load(o.owner, { 'status', 'clr' })
   if owner then require_flow(jdecode(owner.clr, {}), labels, 'the write') end
 end
 touch(P, r)
 redis.call('HSET', okey(A.oid), 'payload', A.payload, 'version', version + 1, 'labels', jlist(labels), 'ut', now())
+if ob then charge(o.owner, ob, { object_bytes = delta }) elseif delta < 0 then uncharge(o.owner, -delta) end
 return reply({ oid = A.oid, version = version + 1 })

@@ -93,6 +93,7 @@ for _, n in ipairs(picked) do
     redis.call('ZREM', mu, n)
     redis.call('ZADD', ma, n, n)
     redis.call('ZREM', mkey(h.k == 'interrupt' and 'mi' or 'mn', P), n)
+    redis.call('HINCRBY', mm, 'ba', #(content or ''))
     acked[#acked + 1] = mid(n)
   end
   for _, l in ipairs(h.l or {}) do labels[#labels + 1] = l end
@@ -105,7 +106,12 @@ if #labels > 0 then taint(P, pr, labels) end
 if #acked > 0 then
   local over = redis.call('ZCARD', ma) - A.retention
   if over > 0 then
-    for _, n in ipairs(redis.call('ZRANGE', ma, 0, over - 1)) do redis.call('HDEL', mm, n, n .. ':c') end
+    for _, n in ipairs(redis.call('ZRANGE', ma, 0, over - 1)) do
+      local freed = redis.call('HSTRLEN', mm, n .. ':c')
+      redis.call('HINCRBY', mm, 'b', -freed)
+      redis.call('HINCRBY', mm, 'ba', -freed)
+      redis.call('HDEL', mm, n, n .. ':c')
+    end
     redis.call('ZREMRANGEBYRANK', ma, 0, over - 1)
   end
 end

@@ -1,7 +1,8 @@
 -- needs: mail
 -- send_process_message: only to self, the parent or a direct child, never a terminal process.
 -- A: caller, to, kind, channel?, correlation_id?, reply_to?, content (JSON {body, payload}),
--- labels?, max (the mailbox bound on unacknowledged messages).
+-- labels?, max (the mailbox bound on unacknowledged messages), max_bytes (its bound on content bytes).
+-- Refusals: resource_exhausted/mailbox_full (details.bound `count` or `bytes`), before any write.
 local S = A.caller
 local sr = caller_row(S, CORE)
 local R
@@ -31,13 +32,33 @@ require_flow(jdecode(rr.clr, {}), labels, 'the message')
 local unacked = redis.call('ZCARD', mkey('mu', R))
 if unacked >= A.max then
   fail('resource_exhausted', 'mailbox_full', 'the mailbox of ' .. R .. ' holds ' .. unacked .. ' unacknowledged messages',
-    { limit = A.max })
+    { bound = 'count', limit = A.max })
+end
+-- bytes: mm's `b` counts the content bytes it holds, `ba` those of acknowledged messages (which
+-- are trimmed, oldest first, to make room: ack is not deletion, but keeping them is best effort)
+local size = #A.content
+local held = redis.call('HMGET', mkey('mm', R), 'b', 'ba')
+local bytes, acked_bytes = tonumber(held[1] or '0') or 0, tonumber(held[2] or '0') or 0
+if bytes - acked_bytes + size > A.max_bytes then
+  fail('resource_exhausted', 'mailbox_full', 'the mailbox of ' .. R .. ' holds ' .. (bytes - acked_bytes) ..
+    ' bytes of unacknowledged messages; this message of ' .. size .. ' bytes would pass its bound of ' .. A.max_bytes,
+    { bound = 'bytes', limit = A.max_bytes, bytes = bytes - acked_bytes, requested = size })
 end
 
 -- ------------------------------------------------------------ writes
 touch(S, sr)
 local n = redis.call('HINCRBY', KEYS[1], 'm', 1)
 local id = mid(n)
+while bytes + size > A.max_bytes do
+  local oldest = redis.call('ZRANGE', mkey('ma', R), 0, 0)[1]
+  if not oldest then break end
+  local freed = redis.call('HSTRLEN', mkey('mm', R), oldest .. ':c')
+  redis.call('HDEL', mkey('mm', R), oldest, oldest .. ':c')
+  redis.call('ZREM', mkey('ma', R), oldest)
+  bytes, acked_bytes = bytes - freed, acked_bytes - freed
+  redis.call('HSET', mkey('mm', R), 'b', bytes, 'ba', acked_bytes)
+end
+redis.call('HINCRBY', mkey('mm', R), 'b', size)
 local h = { s = S, r = R, k = A.kind, c = A.channel, q = A.correlation_id, t = A.reply_to, l = labels,
   ts = now(), a = 0, n = n }
 redis.call('HSET', mkey('mm', R), n, cjson.encode(h), n .. ':c', A.content)

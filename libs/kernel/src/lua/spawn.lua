@@ -1,7 +1,8 @@
 -- needs: caps budget objects rows
 -- spawn_child_process and fork_child_process. A: caller, mode (spawn|worker|restricted|copy|
 -- speculative), goal, input? (JSON), image?, ispec?, idef?, iskills? and pool? (the image's
--- spec, default budget, skills and pool, given with image), cwd?, paths, caps, budget, clearance?, root_oids?, include_parent_roots.
+-- spec, default budget, skills and pool, given with image), cwd?, paths, caps, budget, clearance?, root_oids?, include_parent_roots,
+-- object_bytes (the child's object_bytes limit when neither the spawn nor the image gives one).
 -- Refusals, all before the first write (besides caller_row's): permission_denied with reason
 -- missing_capability (no process:spawn use; no read on another image), path (a working_directory
 -- or inherited path outside the parent's cwd that no live path: grant of the parent covers with
@@ -139,7 +140,11 @@ for _, d in ipairs(DIMS) do
     limits[d] = want
   else
     local dflt = idef[d]
-    if rem and d == 'children' then
+    if d == 'object_bytes' then
+      -- halving per omitted spawn would starve fan-outs: a fixed default, within what is left
+      limits[d] = dflt or A.object_bytes
+      if rem and limits[d] > math.max(0, rem) then limits[d] = math.max(0, rem) end
+    elseif rem and d == 'children' then
       -- a leaf unless told otherwise: reserving half for every omitted spawn would starve fan-outs
       limits[d] = math.min(dflt or 0, math.max(0, rem))
     elseif rem then

@@ -1,10 +1,10 @@
--- needs: objects
+-- needs: objects retain
 -- wait_child_process: observe a direct child, or register the caller's wait in one step.
 -- A: caller, child, block, recheck. A terminal child grants the caller a read handle to its result,
 -- subject to data flow.
 local P = A.caller
 local pr = caller_row(P, CORE, A.recheck)
-local c = child_of(P, A.child, { 'status', 'parent', 'result' })
+local c = child_of(P, A.child, { 'status', 'parent', 'result', 'et', 'ut', 'merged', 'wd' })
 local head = { child_pid = A.child, ready = false }
 if TERMINAL[c.status] then
   head.ready = true
@@ -20,6 +20,12 @@ if TERMINAL[c.status] then
     end
   end
   touch(P, pr)
+  -- the parent has its answer: the child may go once its retention period ends
+  if c.wd ~= '1' then
+    redis.call('HSET', pkey(A.child), 'wd', 1)
+    c.wd = '1'
+    retain(A.child, c)
+  end
 elseif A.block and pr.status ~= 'paused' then
   local ws = jdecode(pr.ws, nil)
   if not (pr.status == 'waiting_event' and ws and ws.type == 'child' and ws.child_pid == A.child) then

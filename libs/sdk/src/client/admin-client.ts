@@ -11,7 +11,9 @@ import {
   type CreateRootInput,
   childLogPageSchema,
   createRootResultSchema,
+  deleteProcessResultSchema,
   describeResultSchema,
+  gcReportSchema,
   type ImageSpecInput,
   imageViewSchema,
   type ListProcessesInput,
@@ -117,6 +119,22 @@ export class AdminClient {
         await sleep(Math.min(2000, 50 * 2 ** failures++), options.signal);
       }
     }
+  }
+  /** Delete a terminal process and its subtree now (`failed_precondition`/`not_terminal` while any of it is live). */
+  async deleteProcess(pid: string, options?: RequestOptions) {
+    return (
+      await this.http.request(
+        'DELETE',
+        `/v1/admin/processes/${enc(pid)}`,
+        deleteProcessResultSchema,
+        undefined,
+        options,
+      )
+    ).data;
+  }
+  /** Run a retention sweep now (what is due in every shard no other coordinator holds). */
+  async gc(options?: RequestOptions) {
+    return (await this.http.request('POST', '/v1/admin/gc', gcReportSchema, undefined, options)).data;
   }
   /** A process's mailbox, acknowledged and unread (filters of read_process_messages); never acknowledges. */
   async processMessages(pid: string, query: AdminMessagesQuery = {}, options?: RequestOptions) {

@@ -39,7 +39,7 @@ export class Http {
   }
 
   async request<S extends z.ZodType>(
-    method: 'GET' | 'POST' | 'PUT',
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
     schema: S,
     body?: unknown,

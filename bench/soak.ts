@@ -1,0 +1,223 @@
+// Retention under load: many trivial children through a real cluster (redis-server with AOF, a
+// coordinator and workers, each its own OS process) under one long-lived caller-driven root with
+// a short retention, spawned and waited on by a client pool. Every `--sample-ms` it prints Redis
+// `used_memory` and the key count; at the end it waits for the last retention period and the
+// sweep, ends the root, and reports memory and keys against the starting point, the throughput
+// of the first and last 20% of children, and the slowest Redis commands (SLOWLOG above 1 ms),
+// which is where a retention script that held Redis too long would show.
+//   npm run bench:soak -- --children 200000   (builds, then: node --import tsx --conditions=@libos/source bench/soak.ts)
+// Options: --children N (200000), --retention-ms N (2000), --concurrency N (client spawn+wait
+// pool, 16), --workers N (2), --worker-concurrency N (8 per worker), --sample-ms N (5000),
+// --settle-ms N (how long to wait for keys to come back after the end, 60000).
+// Writes bench/results/soak.json.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Cluster } from '@libos/e2e';
+import { Redis } from 'ioredis';
+
+const { values } = parseArgs({
+  options: {
+    children: { type: 'string', default: '200000' },
+    'retention-ms': { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '16' },
+    workers: { type: 'string', default: '2' },
+    'worker-concurrency': { type: 'string', default: '8' },
+    'sample-ms': { type: 'string', default: '5000' },
+    'settle-ms': { type: 'string', default: '60000' },
+  },
+});
+const CHILDREN = Number(values.children);
+const RETENTION_MS = Number(values['retention-ms']);
+const CONCURRENCY = Number(values.concurrency);
+const SAMPLE_MS = Number(values['sample-ms']);
+const SETTLE_MS = Number(values['settle-ms']);
+const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
+const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
+process.env.E2E_FROM_DIST = '1';
+
+interface Sample {
+  t_s: number;
+  done: number;
+  used_memory: number;
+  keys: number;
+  per_s: number;
+}
+
+const cluster = await Cluster.start({
+  fsync: 'everysec',
+  workers: Number(values.workers),
+  concurrency: Number(values['worker-concurrency']),
+  // a loaded host delays renewals: a longer lease than the default keeps children from going stale
+  workerEnv: { LIBOS_LEASE_MS: '30000' },
+  coordinatorEnv: {
+    LIBOS_RETENTION_MS: String(RETENTION_MS),
+    LIBOS_GC_INTERVAL_MS: '1000',
+    LIBOS_LOG_LEVEL: 'warn',
+    // Bull Board's history is not what this measures: completed launch jobs go at once
+    LIBOS_QUEUE_KEEP_COMPLETED: '0',
+  },
+});
+const redis = new Redis(cluster.redis.url);
+await redis.config('SET', 'slowlog-log-slower-than', '1000');
+await redis.config('SET', 'slowlog-max-len', '1024');
+await redis.slowlog('RESET');
+
+async function measure(): Promise<{ used_memory: number; dataset: number; keys: number }> {
+  const info = await redis.info('memory');
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
+  // dataset: used_memory less Redis's own overhead (client buffers, the script cache, AOF buffers)
+  return {
+    used_memory: field('used_memory'),
+    dataset: field('used_memory_dataset'),
+    keys: await redis.dbsize(),
+  };
+}
+
+try {
+  await cluster.admin.putImage('stamp', { command: 'sh', args: [STAMP, '{result_file}'] });
+  // warm up one child so the queue's keys exist before the baseline is taken
+  const warm = await cluster.root('warm', { goal: 'warm', resource_budget: { children: 1 } });
+  const w = await warm.client.spawn({ goal: 'warm', image: 'stamp' });
+  await warm.client.wait({ child_pid: w.pid });
+  await warm.client.exit({});
+  await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 2_500));
+  await cluster.admin.gc();
+  await cluster.admin.gc();
+  const baseline = await measure();
+  console.log(`baseline: used_memory ${baseline.used_memory} B, ${baseline.keys} keys`);
+
+  const { pid: rootPid, client } = await cluster.root('soak', {
+    goal: 'soak',
+    resource_budget: { children: CHILDREN + 10 },
+  });
+  const started = Date.now();
+  const finishedAt: number[] = [];
+  const samples: Sample[] = [];
+  let lastDone = 0;
+  let lastT = started;
+  console.log('t_s      done   per_s  used_memory      keys');
+  const sampler = setInterval(async () => {
+    const m = await measure();
+    const now = Date.now();
+    const sample = {
+      t_s: +((now - started) / 1000).toFixed(1),
+      done: finishedAt.length,
+      per_s: Math.round(((finishedAt.length - lastDone) * 1000) / (now - lastT)),
+      ...m,
+    };
+    lastDone = finishedAt.length;
+    lastT = now;
+    samples.push(sample);
+    console.log(
+      `${String(sample.t_s).padEnd(8)} ${String(sample.done).padStart(6)} ${String(sample.per_s).padStart(6)}  ${String(m.used_memory).padStart(11)} ${String(m.keys).padStart(9)}`,
+    );
+  }, SAMPLE_MS);
+
+  let next = 0;
+  let failures = 0;
+  const inFlight = new Set<string>();
+  // On a loaded host a worker may miss its lease: the child is paused (stale_execution) and never
+  // ends by itself. Those are ended by the operator and counted; a run stuck otherwise stops.
+  let progressAt = Date.now();
+  let progressDone = 0;
+  let stale = 0;
+  const watchdog = setInterval(async () => {
+    if (finishedAt.length !== progressDone) {
+      progressDone = finishedAt.length;
+      progressAt = Date.now();
+    }
+    for (const pid of inFlight) {
+      const view = await cluster.admin.getProcess(pid).catch(() => undefined);
+      if (view?.status === 'paused' && view.pause_reason === 'stale_execution') {
+        stale++;
+        await cluster.admin
+          .signalProcess(pid, 'terminate', 'soak: stale after a missed lease')
+          .catch(() => {});
+      }
+    }
+    if (Date.now() - progressAt < 120_000) return;
+    for (const pid of inFlight) {
+      const view = await cluster.admin.getProcess(pid).catch((error: unknown) => String(error));
+      console.error(`stuck on ${pid}:`, JSON.stringify(view));
+    }
+    process.exit(2);
+  }, 5_000);
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < CHILDREN) {
+        next++;
+        const child = await client.spawn({ goal: 'trivial', image: 'stamp' });
+        inFlight.add(child.pid);
+        const done = await client.wait({ child_pid: child.pid });
+        inFlight.delete(child.pid);
+        if (done.status !== 'exited') failures++;
+        finishedAt.push(Date.now());
+      }
+    }),
+  );
+  clearInterval(watchdog);
+  const ranMs = Date.now() - started;
+  const peak = samples.reduce((m, s) => (s.used_memory > m.used_memory ? s : m), samples[0] ?? baseline);
+
+  // the last children's retention period, then the root's own end and retention
+  await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 1_500));
+  await client.exit({});
+  const settleStart = Date.now();
+  let end = await measure();
+  while (Date.now() - settleStart < SETTLE_MS) {
+    await cluster.admin.gc();
+    end = await measure();
+    if (end.keys <= baseline.keys * 1.1 && end.used_memory <= baseline.used_memory * 1.1) break;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+  clearInterval(sampler);
+  const settledMs = Date.now() - settleStart;
+  const rootGone = await cluster.admin.getProcess(rootPid).then(
+    () => false,
+    () => true,
+  );
+
+  const fifth = Math.max(1, Math.floor(finishedAt.length / 5));
+  const rate = (from: number, to: number) =>
+    +(((to - from) * 1000) / ((finishedAt[to - 1] ?? 0) - (finishedAt[from] ?? 0) || 1)).toFixed(1);
+  const first = rate(0, fifth);
+  const last = rate(finishedAt.length - fifth, finishedAt.length);
+  const slow = (await redis.slowlog('GET', 1024)) as [number, number, number, string[]][];
+  const slowest = slow
+    .map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') }))
+    .sort((a, b) => b.micros - a.micros)
+    .slice(0, 5);
+
+  const result = {
+    children: finishedAt.length,
+    failures,
+    stale_terminated: stale,
+    retention_ms: RETENTION_MS,
+    client_concurrency: CONCURRENCY,
+    workers: Number(values.workers),
+    worker_concurrency: Number(values['worker-concurrency']),
+    ran_s: +(ranMs / 1000).toFixed(1),
+    children_per_s: +((finishedAt.length * 1000) / ranMs).toFixed(1),
+    throughput_first_20pct_per_s: first,
+    throughput_last_20pct_per_s: last,
+    baseline,
+    peak: { used_memory: peak.used_memory, keys: peak.keys },
+    end,
+    end_vs_baseline: {
+      used_memory: +(end.used_memory / baseline.used_memory).toFixed(3),
+      dataset: +(end.dataset / baseline.dataset).toFixed(3),
+      keys: +(end.keys / baseline.keys).toFixed(3),
+    },
+    settled_s: +(settledMs / 1000).toFixed(1),
+    root_deleted: rootGone,
+    slowlog_over_1ms: { count: slow.length, slowest },
+    samples,
+  };
+  console.log(JSON.stringify({ ...result, samples: undefined }, null, 2));
+  await mkdir(RESULTS, { recursive: true });
+  await writeFile(`${RESULTS}soak.json`, `${JSON.stringify(result, null, 2)}\n`);
+} finally {
+  redis.disconnect();
+  await cluster.stop();
+}
