@@ -14,7 +14,7 @@ export const STATUSES = [
   'killed',
 ] as const;
 export type Status = (typeof STATUSES)[number];
-export const DIMENSIONS = ['tokens', 'cost_usd', 'steps', 'wall_ms', 'children'] as const;
+export const DIMENSIONS = ['tokens', 'cost_usd', 'steps', 'wall_ms', 'children', 'object_bytes'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];
 
 export interface BudgetDimension {
@@ -23,7 +23,8 @@ export interface BudgetDimension {
   used: number;
   remaining: number | null;
 }
-export type Budget = Record<Dimension, BudgetDimension>;
+/** A coordinator older than a dimension leaves it out. */
+export type Budget = Partial<Record<Dimension, BudgetDimension>>;
 
 export interface Outcome {
   type: string;

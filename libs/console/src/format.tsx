@@ -20,12 +20,14 @@ const LABEL: Record<Dimension, string> = {
   steps: 'steps',
   wall_ms: 'wall',
   children: 'children',
+  object_bytes: 'objects',
 };
 
 export function amount(dimension: Dimension, value: number | null): string {
   if (value === null) return '∞';
   if (dimension === 'cost_usd') return `$${value.toFixed(4)}`;
   if (dimension === 'wall_ms') return `${(value / 1000).toFixed(1)}s`;
+  if (dimension === 'object_bytes') return `${value} B`;
   return String(value);
 }
 
@@ -49,9 +51,10 @@ export function Burn({ dimension, view }: { dimension: Dimension; view: BudgetDi
 export function Burns({ budget }: { budget: Budget }) {
   return (
     <span class="burns">
-      {DIMENSIONS.map((d) => (
-        <Burn key={d} dimension={d} view={budget[d]} />
-      ))}
+      {DIMENSIONS.map((d) => {
+        const view = budget[d];
+        return view ? <Burn key={d} dimension={d} view={view} /> : null;
+      })}
     </span>
   );
 }

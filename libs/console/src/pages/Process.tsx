@@ -134,6 +134,7 @@ export function Process({ pid }: { pid: string }) {
         <tbody>
           {DIMENSIONS.map((d) => {
             const b = view.resource_budget[d];
+            if (!b) return null;
             return (
               <tr key={d}>
                 <th scope="row">{d}</th>

@@ -97,7 +97,7 @@ export function Processes() {
                   <a href={`#/p/${p.pid}`}>{p.goal}</a>
                 </td>
                 <td>{age(p.created_at)}</td>
-                <td>{p.resource_budget.children.used}</td>
+                <td>{p.resource_budget.children?.used ?? ''}</td>
                 <td>
                   <Burns budget={p.resource_budget} />
                 </td>
