@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AuthenticatedCaller, Kernel } from '@libos/kernel';
 import type { FastifyRequest } from 'fastify';
+import { type ConsoleSessions, CSRF_HEADER } from './console-sessions.js';
 import { HttpRefusal } from './http-errors.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest();
@@ -23,6 +24,8 @@ export function presentedToken(request: FastifyRequest): string | undefined {
 /** Compares against the admin token's hash in constant time; the token itself is not kept. */
 export class AdminAuth {
   private readonly hash: Buffer;
+  /** The console's sessions: a live session cookie is the admin too (see `check`). */
+  sessions: ConsoleSessions | undefined;
 
   constructor(adminToken: string) {
     this.hash = sha256(adminToken);
@@ -35,6 +38,18 @@ export class AdminAuth {
   /** Throws 401 without a token, 403 with a token that is not the admin's (a process token). */
   check(request: FastifyRequest): void {
     const token = presentedToken(request);
+    if (!token && this.sessions?.valid(request)) {
+      // SameSite=Strict keeps the cookie off cross-site requests; the custom header, which no
+      // cross-site form can set, guards state changes besides.
+      const reads = request.method === 'GET' || request.method === 'HEAD';
+      if (!reads && request.headers[CSRF_HEADER] === undefined) {
+        throw new HttpRefusal(
+          'permission_denied',
+          `a console session's ${request.method} needs the ${CSRF_HEADER} header (CSRF guard)`,
+        );
+      }
+      return;
+    }
     if (!token) throw new HttpRefusal('unauthenticated', 'an admin bearer token is required');
     if (!this.matches(token))
       throw new HttpRefusal('permission_denied', "the bearer token is not this coordinator's admin token");

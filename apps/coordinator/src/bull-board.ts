@@ -20,7 +20,10 @@ export async function mountBullBoard(app: FastifyInstance): Promise<BullBoard> {
   const board = createBullBoard({
     queues: [],
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'libos launches' } },
+    // The header links to the console, where a job's process (tree, budget, logs) is.
+    options: {
+      uiConfig: { boardTitle: 'libos launches', miscLinks: [{ text: 'libos console', url: '/ui/' }] },
+    },
   });
   const shown = new Set<string>();
   await app.register(serverAdapter.registerPlugin(), { prefix: BOARD_PATH });

@@ -25,6 +25,14 @@ export const coordinatorConfigSchema = z.object({
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
+  /** A console session (the `/ui` login) ends this long after it began. */
+  LIBOS_CONSOLE_SESSION_TTL_MS: int(8 * 60 * 60 * 1000),
+  /** Console sessions kept at once (in memory); a login beyond ends the oldest. */
+  LIBOS_CONSOLE_MAX_SESSIONS: int(1000),
+  /** Console event streams (`/v1/admin/processes/{pid}/events`) open at once; one more is 429. */
+  LIBOS_CONSOLE_MAX_STREAMS: int(200),
+  /** The console's built assets; default `@libos/console`'s `dist`. */
+  LIBOS_CONSOLE_DIR: z.string().min(1).optional(),
   /**
    * How long a terminal process is kept after its end (once nothing can still ask for it) before
    * the retention sweep deletes it; a root may set its own (`retention_ms`). Default 7 days.

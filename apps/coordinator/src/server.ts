@@ -22,12 +22,14 @@ import { AdminAuth } from './auth.js';
 import { guardBody } from './body-guard.js';
 import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
+import { ConsoleSessions } from './console-sessions.js';
 import { GcSweeper } from './gc-sweeper.js';
 import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './http-errors.js';
 import { Launcher } from './launcher.js';
 import { MemoryGuard } from './memory-guard.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { adminRoutes } from './routes/admin.js';
+import { consoleAssetsDir, consoleRoutes } from './routes/console.js';
 import { logRoutes } from './routes/logs.js';
 import { opsRoutes } from './routes/ops.js';
 import { retentionRoutes } from './routes/retention.js';
@@ -98,6 +100,11 @@ export async function buildServer(
     onConstructorPoisoning: 'ignore',
   });
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
+  const sessions = new ConsoleSessions({
+    ttlMs: config.LIBOS_CONSOLE_SESSION_TTL_MS,
+    max: config.LIBOS_CONSOLE_MAX_SESSIONS,
+  });
+  auth.sessions = sessions;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
@@ -186,6 +193,16 @@ export async function buildServer(
       launcher,
       metrics,
       pollMs: config.LIBOS_LONG_POLL_MS,
+      shutdown: shutdown.signal,
+    }),
+  );
+  await app.register((scope) =>
+    consoleRoutes(scope, {
+      kernel,
+      auth,
+      sessions,
+      assetsDir: config.LIBOS_CONSOLE_DIR ?? consoleAssetsDir(),
+      maxStreams: config.LIBOS_CONSOLE_MAX_STREAMS,
       shutdown: shutdown.signal,
     }),
   );

@@ -14,7 +14,10 @@ type Schema = Record<string, unknown>;
 interface Operation {
   parameters?: { in: 'path' | 'query'; name: string; required?: boolean; schema: Schema }[];
   requestBody?: { content: { 'application/json': { schema: Schema } } };
-  responses: Record<string, { content?: { 'application/json'?: { schema: Schema } } }>;
+  responses: Record<
+    string,
+    { content?: { 'application/json'?: { schema: Schema }; 'text/event-stream'?: unknown } }
+  >;
   security?: unknown[];
 }
 interface Document {
@@ -251,6 +254,13 @@ describe('the HTTP surface answers only what /openapi.json declares', () => {
             headers,
             ...(draw.body === undefined ? {} : { body: JSON.stringify(draw.body) }),
           });
+          // A stream (server-sent events) never ends by itself: its status and media type are checked, then it is closed.
+          if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+            await response.body?.cancel();
+            const streamed = operation.responses[String(response.status)]?.content?.['text/event-stream'];
+            expect(streamed, `${name} → ${response.status} streams undeclared`).toBeDefined();
+            return;
+          }
           const text = await response.text();
           const where = `${name} → ${response.status} ${text.slice(0, 300)}`;
           expect(response.status, where).toBeLessThan(500);

@@ -34,6 +34,14 @@ export class Keys {
   notices(kind: 'mi' | 'mn', pid: string): string {
     return `${this.treeOf(pid)}${kind}:${pid}`;
   }
+  /**
+   * Row changes of one tree (`<root> [[pid, gen, status], ...]`, one publish per script that
+   * changed or created rows; lease renewals excluded), on the tree's `ev` channel: the console's
+   * live view listens to a whole tree with one topic.
+   */
+  treeTopic(root: string): WakeTopic {
+    return { channel: `${this.tree(root)}ev`, key: root };
+  }
   /** Signal notices for a live execution (`<pid> <json>`), on the tree's `ctl` channel. */
   controlTopic(pid: string): WakeTopic {
     return { channel: `${this.treeOf(pid)}ctl`, key: pid };

@@ -64,3 +64,34 @@ describe('the wake hub', () => {
     expect(await second).toMatchObject({ ready: true, status: 'exited' });
   });
 });
+
+describe("a tree's row changes on its `ev` channel", () => {
+  it('one listener hears spawns, claims, pauses, resumes and exits of the whole tree; renewals are silent', async () => {
+    const parent = await root(env);
+    const heard: Array<[string, number, string]> = [];
+    const release = await k().wakeHub.listen(k().keys.treeTopic(parent.pid), (event) => {
+      if (event.type === 'message')
+        heard.push(...(JSON.parse(event.message) as Array<[string, number, string]>));
+    });
+    const child = await runningChild(env, parent.pid);
+    await until(() => heard.some(([pid, , status]) => pid === child.pid && status === 'running'));
+    expect(heard.find(([pid]) => pid === child.pid)).toEqual([child.pid, 1, 'runnable']);
+
+    const before = heard.length;
+    await k().worker.renew(child.pid, 1, child.fence, 60_000);
+    await k().admin.signal(child.pid, { signal: 'pause' });
+    await until(() => heard.some(([pid, , status]) => pid === child.pid && status === 'paused'));
+    expect(heard.slice(before).map(([pid, , status]) => [pid, status])).toEqual([[child.pid, 'paused']]);
+    await k().admin.signal(child.pid, { signal: 'resume' });
+    await k().worker.complete(child.pid, 1, child.fence, { terminal: { type: 'captured' }, usage: USAGE });
+    await until(() => heard.some(([pid, , status]) => pid === child.pid && status === 'exited'));
+    const childStatuses = heard.filter(([pid]) => pid === child.pid).map(([, , status]) => status);
+    // Every change of the row, in order, each with a higher generation; the renewal is not one.
+    const gens = heard.filter(([pid]) => pid === child.pid).map(([, gen]) => gen);
+    expect(gens).toEqual([...gens].sort((a, b) => a - b));
+    expect(childStatuses[0]).toBe('runnable');
+    expect(childStatuses).toContain('paused');
+    expect(childStatuses.at(-1)).toBe('exited');
+    release();
+  });
+});

@@ -70,6 +70,7 @@ export function registerClusterCommands(program: Command): void {
         global.json,
         {
           url: cluster.url,
+          console_url: `${cluster.url}/ui`,
           admin_token_file: cluster.adminTokenFile,
           redis_url: redis,
           ...(cluster.redisPasswordFile ? { redis_password_file: cluster.redisPasswordFile } : {}),
@@ -78,6 +79,7 @@ export function registerClusterCommands(program: Command): void {
           [
             `${paint('green', 'libos is up')}: coordinator ${cluster.url}, ${opts.workers} worker(s)`,
             `admin token: ${cluster.adminTokenFile}`,
+            `console:     ${cluster.url}/ui (log in with the admin token)`,
             `dashboard:   ${cluster.url}/admin/queues (user admin, password: the admin token)`,
             `redis:       ${redis}${cluster.redisPasswordFile ? ` (password: ${cluster.redisPasswordFile})` : ''}`,
             'Ctrl-C stops everything.',

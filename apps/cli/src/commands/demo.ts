@@ -181,9 +181,10 @@ export function registerDemoCommand(program: Command): void {
         const tree = await treeOf(admin, root.pid);
         const ok = results.filter((r) => r.status === 'exited').length;
         const dashboard = embedded && !opts.keep ? undefined : `${url}/admin/queues`;
+        const consoleUrl = embedded && !opts.keep ? undefined : `${url}/ui/#/tree/${root.pid}`;
         emit(
           global.json,
-          { root: root.pid, results, merges, tree, ...(dashboard ? { dashboard } : {}) },
+          { root: root.pid, results, merges, tree, ...(dashboard ? { dashboard, console: consoleUrl } : {}) },
           () =>
             [
               '',
@@ -196,7 +197,10 @@ export function registerDemoCommand(program: Command): void {
               `${paint(ok === count ? 'green' : 'red', `${ok}/${count} children exited`)}; results read, then merged.`,
               embedded && !opts.keep
                 ? 'this cluster stops now: `libos demo --keep` leaves it up (with its dashboard)'
-                : `dashboard: ${url}/admin/queues (user admin, password: the admin token in ${stateDir(global.dir)}/admin-token)`,
+                : [
+                    `console:   ${consoleUrl} (log in with the admin token in ${stateDir(global.dir)}/admin-token)`,
+                    `dashboard: ${url}/admin/queues (user admin, password: the admin token)`,
+                  ].join('\n'),
             ].join('\n'),
         );
         if (ok !== count) process.exitCode = 1;

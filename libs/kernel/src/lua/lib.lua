@@ -9,6 +9,9 @@ local NULL = cjson.null
 local DIMS = { 'tokens', 'cost_usd', 'steps', 'wall_ms', 'children', 'object_bytes' }
 local TERMINAL = { exited = true, failed = true, killed = true }
 local IDX = {}
+-- Rows this call changed or created, `{pid, gen, status}`: published once by reply() on the
+-- tree's `ev` channel as `<root> <json list>` (the console's live view; lease renewals are not).
+local EV = {}
 -- Retention: the earliest time a process of this tree recorded as due may be deleted (see
 -- lib_retain.lua), and the tree's due-set version; the reply carries both so the TypeScript
 -- layer can mark the tree in its sweep shard.
@@ -137,11 +140,13 @@ local function bump(pid, r, fields)
   fields.ut = now()
   hset(pid, r, fields)
   IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0'), r.ct and tonumber(r.ct) }
+  EV[#EV + 1] = { pid, fields.gen, r.status }
 end
 
 local function reply(head, ...)
   head.idx = IDX
   head.nd = ND
+  if #EV > 0 then redis.call('SPUBLISH', B .. 'ev', ROOT .. ' ' .. cjson.encode(EV)) end
   head.gc = GC
   return { cjson.encode(head), ... }
 end

@@ -14,5 +14,6 @@ local function new_row(pid, f)
   end
   redis.call('HSET', pkey(pid), unpack(args))
   IDX[#IDX + 1] = { pid, 1, f.status, 0, now() }
+  EV[#EV + 1] = { pid, 1, f.status }
   return args
 end
