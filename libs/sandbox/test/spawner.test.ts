@@ -148,7 +148,11 @@ describe('a launch through the spawner', () => {
       },
     });
     await eventually(() => pid !== undefined);
-    const uid = [...Array(10).keys()].map((i) => 31_300 + i).find((u) => processesOfUid(u).length > 0);
+    // The spawn is reported when bubblewrap starts; the child takes its uid a moment later.
+    const uidOfChild = () =>
+      [...Array(10).keys()].map((i) => 31_300 + i).find((u) => processesOfUid(u).length > 0);
+    await eventually(() => uidOfChild() !== undefined);
+    const uid = uidOfChild();
     expect(uid).toBeDefined();
     await own.close();
     expect((await running).terminal.type).toBe('failed');
