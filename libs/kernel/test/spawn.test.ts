@@ -259,12 +259,25 @@ describe('budgets', () => {
       steps: { limit: 50, reserved: 0, used: 0, remaining: 50 },
       wall_ms: { limit: 5000, reserved: 0, used: 0, remaining: 5000 },
       children: { limit: 0, reserved: 0, used: 0, remaining: 0 },
-      // object_bytes is not halved: a fixed default (processObjectBytes) within what is left
-      object_bytes: { limit: 64 * 1024 * 1024, reserved: 0, used: 0, remaining: 64 * 1024 * 1024 },
+      // object_bytes is not halved: the kernel's default (64 MiB) at most a 256th of what is left
+      // (the root's 1 GiB: 4 MiB)
+      object_bytes: { limit: 4 * 1024 * 1024, reserved: 0, used: 0, remaining: 4 * 1024 * 1024 },
     });
     const p = (await k().admin.getProcess(parent.pid)).resource_budget;
     expect(p.tokens).toEqual({ limit: 1000, reserved: 500, used: 0, remaining: 500 });
     expect(p.children).toEqual({ limit: 10, reserved: 0, used: 1, remaining: 9 });
+  });
+
+  it('gives every child of a wide fan-out some object_bytes when it names none', async () => {
+    const parent = await root(env, { resource_budget: { children: 200 } });
+    const limits: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const child = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: `c${i}` });
+      limits.push(child.resource_budget.object_bytes.limit ?? 0);
+    }
+    expect(Math.min(...limits)).toBeGreaterThan(1024 * 1024);
+    const p = (await k().admin.getProcess(parent.pid)).resource_budget.object_bytes;
+    expect(p.reserved).toBeLessThanOrEqual(p.limit ?? 0);
   });
 
   it('lets a fan-out of omitted-budget children use the whole children budget', async () => {

@@ -141,9 +141,14 @@ for _, d in ipairs(DIMS) do
   else
     local dflt = idef[d]
     if d == 'object_bytes' then
-      -- halving per omitted spawn would starve fan-outs: a fixed default, within what is left
+      -- Halving per omitted spawn would starve fan-outs, and so would a fixed default (16 children
+      -- of 64 MiB take a 1 GiB tree): the image's default, else the kernel's, at most a 256th of
+      -- what is left, so the thousandth child of a fan-out still gets some (80 KiB of 1 GiB).
       limits[d] = dflt or A.object_bytes
-      if rem and limits[d] > math.max(0, rem) then limits[d] = math.max(0, rem) end
+      if rem then
+        local share = dflt and math.max(0, rem) or math.floor(math.max(0, rem) / 256)
+        if limits[d] > share then limits[d] = share end
+      end
     elseif rem and d == 'children' then
       -- a leaf unless told otherwise: reserving half for every omitted spawn would starve fan-outs
       limits[d] = math.min(dflt or 0, math.max(0, rem))
