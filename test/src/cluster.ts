@@ -213,7 +213,10 @@ export class Cluster {
       args,
       {
         ...this.baseEnv,
-        LIBOS_LEASE_MS: '3000',
+        // Short, so crash tests finish soon; not shorter: on a loaded 2-core CI host a worker
+        // launching dozens of sandboxed children at once has stalled past a 3 s lease's fence,
+        // and its watchdog then (rightly) killed children the test expected to finish.
+        LIBOS_LEASE_MS: '5000',
         // The images' programs live in the repository; every sandbox shows it read-only.
         LIBOS_SANDBOX_RUNTIME: repo('.'),
         // A stop cancels children still running after 2 s rather than 30 (only a failed test leaves any).
