@@ -178,16 +178,22 @@ describe('contractRun: pausing the clock', () => {
     const marker = side.file('progress');
     const doc = result('test-1', 'completed', { output: 'done' });
     let control: LaunchControl | undefined;
-    const running = run(sh(`read request; (sleep 0.1; touch "$2") & wait; ${writeResult(doc)}`, marker), {
-      deadlineMs: 2_000,
+    // The grandchild says it is there, then makes its progress a second later: time enough for the
+    // pause to reach it even through a spawner on a loaded host.
+    const forked = `${marker}.forked`;
+    const script = `read request; (touch "$2.forked"; sleep 1; touch "$2") & wait; ${writeResult(doc)}`;
+    const running = run(sh(script, marker), {
+      deadlineMs: 5_000,
       onSpawn: (spawned) => {
         control = spawned;
       },
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 40)); // sh has forked its subshell
+      for (const until = Date.now() + 10_000; !existsSync(forked) && Date.now() < until; )
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(existsSync(forked)).toBe(true);
       control?.pause();
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(existsSync(marker)).toBe(false);
       control?.resume();
       const [classified] = await running;
