@@ -130,8 +130,11 @@ async function clusterThroughput(cluster: Cluster, kind: ChildKind): Promise<num
   return count / ((performance.now() - started) / 1000);
 }
 
-/** The same children through node:child_process.spawn: what a plain Node service pays. */
-async function bareSpawnThroughput(kind: ChildKind): Promise<number> {
+/** How a bare loop runs one child: its command, argv and request line; resolves at its exit. */
+type RunChild = (command: string, argv: string[], line: string) => Promise<void>;
+
+/** The same children without libos, `runChild` launching each: the baselines' common loop. */
+async function bareLoopThroughput(kind: ChildKind, runChild: RunChild): Promise<number> {
   const count = CHILDREN[kind];
   const dir = await mkdtemp(join(tmpdir(), 'libos-bench-'));
   const { command, args } = CHILD_KINDS[kind];
@@ -139,12 +142,7 @@ async function bareSpawnThroughput(kind: ChildKind): Promise<number> {
   await runPool(count, TOTAL_CONCURRENCY, async (i) => {
     const path = join(dir, `${i}.json`);
     const argv = args.map((arg) => arg.replace('{result_file}', path));
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(command, argv, { stdio: ['pipe', 'ignore', 'inherit'] });
-      child.stdin.end(encodeRequestLine({ request_id: `b${i}`, kind: 'stamp', input: {} }));
-      child.once('error', reject);
-      child.once('exit', () => resolve());
-    });
+    await runChild(command, argv, encodeRequestLine({ request_id: `b${i}`, kind: 'stamp', input: {} }));
     const doc = JSON.parse(await readFile(path, 'utf8')) as { status: string };
     if (doc.status !== 'completed') throw new Error('bare child failed');
   });
@@ -153,24 +151,24 @@ async function bareSpawnThroughput(kind: ChildKind): Promise<number> {
   return rate;
 }
 
-async function bareThroughput(kind: ChildKind): Promise<number> {
-  const count = CHILDREN[kind];
-  const dir = await mkdtemp(join(tmpdir(), 'libos-bench-'));
-  const { command, args } = CHILD_KINDS[kind];
-  const started = performance.now();
-  await runPool(count, TOTAL_CONCURRENCY, async (i) => {
-    const path = join(dir, `${i}.json`);
-    const argv = args.map((arg) => arg.replace('{result_file}', path));
-    await execa(command, argv, {
-      input: encodeRequestLine({ request_id: `b${i}`, kind: 'stamp', input: {} }),
-    });
-    const doc = JSON.parse(await readFile(path, 'utf8')) as { status: string };
-    if (doc.status !== 'completed') throw new Error('bare child failed');
+/** Through node:child_process.spawn: what a plain Node service pays. */
+const bareSpawnThroughput = (kind: ChildKind) =>
+  bareLoopThroughput(
+    kind,
+    (command, argv, line) =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(command, argv, { stdio: ['pipe', 'ignore', 'inherit'] });
+        child.stdin.end(line);
+        child.once('error', reject);
+        child.once('exit', () => resolve());
+      }),
+  );
+
+/** Through execa, as the earlier baseline. */
+const bareThroughput = (kind: ChildKind) =>
+  bareLoopThroughput(kind, async (command, argv, line) => {
+    await execa(command, argv, { input: line });
   });
-  const rate = count / ((performance.now() - started) / 1000);
-  await rm(dir, { recursive: true, force: true });
-  return rate;
-}
 
 const cluster = await Cluster.start({
   workers: WORKERS,
