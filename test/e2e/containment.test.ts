@@ -621,21 +621,26 @@ describe('a memory hog', () => {
 
 describe('a frozen worker (SIGSTOP) with many running children', () => {
   it('its children are dead before their processes go stale, and attempt 2 never overlaps attempt 1', async () => {
-    // 50 on a quiet 2-core host; on a slower one, 50 sandboxed launches at once starve the
-    // worker past its fence and the watchdog rightly kills children before they all run.
-    const COUNT = Number(process.env.E2E_FROZEN_CHILDREN ?? 20);
+    const COUNT = Number(process.env.E2E_FROZEN_CHILDREN ?? 50);
+    // Each tick is bash builtins only (the clock from $EPOCHREALTIME, the pause a `read` timing
+    // out on a fifo nobody writes): 50 tickers forking `date` and `sleep` 4 times a second were
+    // 400 execs a second, enough on 2 cores to starve the worker past its fence.
+    const ms = '$(( ${EPOCHREALTIME/./} / 1000 ))';
+    const ticker = shImage(
+      [
+        READ_REQUEST,
+        `p=\${id%:*}`,
+        `echo "$id ${SELF_PID}" >> "$2/s-$p"`,
+        `echo "$id start ${ms}" >> "$2/t-$p"`,
+        'mkfifo /tmp/tick && exec 9<>/tmp/tick',
+        `i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo "$id ${ms}" >> "$2/t-$p"; read -r -t 0.25 -u 9; done`,
+        DONE,
+      ].join('\n'),
+      files.dir,
+    );
     await cluster.admin.putImage('ticker', {
-      ...shImage(
-        [
-          READ_REQUEST,
-          `p=\${id%:*}`,
-          `echo "$id ${SELF_PID}" >> "$2/s-$p"`,
-          'echo "$id start $(date +%s%3N)" >> "$2/t-$p"',
-          'i=0; while [ $i -lt 300 ]; do i=$((i+1)); echo "$id $(date +%s%3N)" >> "$2/t-$p"; sleep 0.25; done',
-          DONE,
-        ].join('\n'),
-        files.dir,
-      ),
+      ...ticker,
+      command: 'bash',
       deadline_ms: 120_000,
     });
     const parent = await cluster.root(`runs ${COUNT} tickers`);
