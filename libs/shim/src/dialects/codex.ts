@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
 import { cliEnding } from '../ending.js';
-import { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpFor } from '../libos-mcp.js';
+import { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpAllowed } from '../libos-mcp.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
@@ -212,7 +212,7 @@ export const codexDialect: ShimDialect = {
       const maxSteps = request.max_steps;
       const cli = await runCli({
         command: options.command,
-        args: codexArgs(request, options, schemaPath, libosMcpFor(options)),
+        args: codexArgs(request, options, schemaPath, await libosMcpAllowed(options)),
         env: await cliEnv(),
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         cancel: context.cancel,
