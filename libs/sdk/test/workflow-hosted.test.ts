@@ -2,7 +2,16 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AgentFailed, fanOut, HandoffError, hostedContext, WORKFLOW_HOST } from '../src/index.js';
+import {
+  AgentFailed,
+  AgentFailure,
+  AgentOutcome,
+  endingOf,
+  fanOut,
+  HandoffError,
+  hostedContext,
+  WORKFLOW_HOST,
+} from '../src/index.js';
 import { shChild } from './workflow-support.js';
 
 // `hosted` (reference §4): the WORKFLOW_HOST handoff, version 2, and the runner it gives.
@@ -163,5 +172,47 @@ describe('the hosted runner', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the libos bridge (hosted-child.js): a libos child outcome as a contract ending', () => {
+  const attempt = { attemptId: 'p1.1:1', stepsUsed: 3, promptTokens: 10, completionTokens: 4, costUsd: 0.5 };
+  const usage = {
+    prompt_tokens: 10,
+    completion_tokens: 4,
+    total_tokens: 14,
+    prompt_cache_hit_tokens: 0,
+    prompt_cache_miss_tokens: 10,
+    cost_usd: 0.5,
+  };
+  it('maps each outcome with the usage the kernel charged; an unaccounted one carries no usage', () => {
+    expect(endingOf(AgentOutcome.finished({ a: 1 }, attempt))).toEqual({
+      status: 'completed',
+      output: { a: 1 },
+      usage,
+      steps: 3,
+    });
+    expect(endingOf(AgentOutcome.didNotFinish(AgentFailure.NoReport, attempt))).toMatchObject({
+      status: 'no_report',
+    });
+    expect(endingOf(AgentOutcome.didNotFinish(AgentFailure.MaxSteps, attempt))).toMatchObject({
+      status: 'max_steps_exhausted',
+    });
+    expect(endingOf(AgentOutcome.didNotFinish(AgentFailure.ContextYield, attempt))).toMatchObject({
+      status: 'context_yield',
+    });
+    expect(endingOf(AgentOutcome.didNotFinish(AgentFailure.TimedOut, attempt))).toMatchObject({
+      status: 'failed',
+      reason: 'the libos child timed out',
+    });
+    expect(endingOf(AgentOutcome.didNotFinish(AgentFailure.Failed('spawn refused: no'), undefined))).toEqual({
+      status: 'failed',
+      reason: 'spawn refused: no',
+    });
+    expect(
+      endingOf(
+        AgentOutcome.didNotFinish(AgentFailure.Failed('x'), { ...attempt, unaccounted: 'none recorded' }),
+      ),
+    ).toEqual({ status: 'failed', reason: 'x', steps: 3 });
   });
 });
