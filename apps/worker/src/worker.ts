@@ -89,6 +89,7 @@ export async function startWorker(
     spawner,
     maxResultBytes: config.isolation.maxResultBytes,
     childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
+    hostedCalls: config.hostedCalls,
   };
 
   const processJob = async (job: Job<LaunchJob, Summary>): Promise<Summary> => {
