@@ -39,7 +39,14 @@ export type TreeScript = (typeof TREE_SCRIPTS)[number];
  * replica confirmation. Every other tree script is a state change and is confirmed (`WAIT`) when
  * LIBOS_REDIS_MIN_REPLICAS is set; a refusal (an error reply) wrote nothing and is not.
  */
-export const READ_ONLY_SCRIPTS: ReadonlySet<TreeScript> = new Set(['auth', 'list', 'tree', 'mail_peek', 'log_read']);
+export const READ_ONLY_SCRIPTS: ReadonlySet<TreeScript> = new Set([
+  'auth',
+  'get',
+  'list',
+  'tree',
+  'mail_peek',
+  'log_read',
+]);
 
 type Invoke = (...args: (string | number)[]) => Promise<unknown>;
 
