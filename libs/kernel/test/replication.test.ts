@@ -19,7 +19,7 @@ function connect(server: TestRedis): Redis {
 }
 
 function kernelOn(client: Redis, prefix: string, replicas = 0): Kernel {
-  const kernel = new Kernel({ redis: client, keyPrefix: prefix, replication: { replicas, timeoutMs: 300 } });
+  const kernel = new Kernel({ redis: client, keyPrefix: prefix, replication: { replicas, timeoutMs: 3_000 } });
   kernels.push(kernel);
   return kernel;
 }
@@ -93,11 +93,19 @@ describe('pids after a failover that lost writes', () => {
     expect(newObject.oid).not.toBe(lostObject.oid);
     expect(newObject.oid).not.toBe(keptObject.oid);
     expect(newMessage.message_id).not.toBe(lostMessage.message_id);
-    // Listing order (newest first) still follows spawn order across the jump.
+    // Listing order (newest first) still follows spawn order across the jump, by parent and by
+    // tree (a walk of the tree's numbers steps over the numbers the jump skipped).
+    const expected = [...kept, ...reborn].map((child) => child.pid).reverse();
     const listed = await after.admin.listProcesses({ parent: root.pid });
-    expect(listed.processes.map((row) => row.pid)).toEqual(
-      [...kept, ...reborn].map((child) => child.pid).reverse(),
-    );
+    expect(listed.processes.map((row) => row.pid)).toEqual(expected);
+    const byTree = await after.admin.listProcesses({ root: root.pid, limit: 100 });
+    expect(byTree.processes.map((row) => row.pid)).toEqual([...expected, root.pid]);
+    expect(byTree.next_cursor).toBeNull();
+    // A lost pid reads as never created, not as deleted: it was handed out by a server whose
+    // writes are gone, and the jump put it in a gap.
+    const gone = await refusal(after.admin.getProcess(lost[0]?.pid as string));
+    expect(gone.code).toBe('not_found');
+    expect(gone.reason).toBeUndefined();
   });
 });
 

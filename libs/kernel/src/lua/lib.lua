@@ -58,7 +58,15 @@ local function next_number(field)
     local clock = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2]) - epoch * 1000) / 10)
     local jumped = { 'sv', server }
     for _, f in ipairs(COUNTERS) do
-      if values[f] < clock then values[f] = clock end
+      if values[f] < clock then
+        if f == 'p' and values.p > 0 then
+          -- the skipped child numbers (from, to], so a walk of the tree's pids skips them
+          local gaps = redis.call('HGET', KEYS[1], 'pj')
+          local gap = string.format('%.0f:%.0f', values.p, clock)
+          redis.call('HSET', KEYS[1], 'pj', gaps and (gaps .. ',' .. gap) or gap)
+        end
+        values[f] = clock
+      end
       jumped[#jumped + 1] = f
       jumped[#jumped + 1] = string.format('%.0f', values[f])
     end
@@ -106,7 +114,14 @@ end
 -- period (or by an operator); say so rather than "no such process".
 local function absent(pid)
   local n = tonumber(string.match(pid, '%.(%d+)$') or '')
-  if n and n <= tonumber(redis.call('HGET', KEYS[1], 'p') or '0') then
+  local seq = redis.call('HMGET', KEYS[1], 'p', 'pj')
+  if n and seq[2] then
+    -- a number in a gap a jump skipped was never handed out (see next_number)
+    for from, to in string.gmatch(seq[2], '(%d+):(%d+)') do
+      if n > tonumber(from) and n <= tonumber(to) then n = nil; break end
+    end
+  end
+  if n and n <= tonumber(seq[1] or '0') then
     fail('not_found', 'deleted', 'process ' .. pid .. ' was deleted after its retention period ended')
   end
   fail('not_found', nil, 'no such process ' .. pid .. ' (never created, or deleted after its retention period ended)')
