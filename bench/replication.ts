@@ -66,16 +66,21 @@ async function main(): Promise<void> {
   // One connection per kernel, auto-pipelined as the coordinator's is.
   const clients = [0, 1].map(() => new Redis(primary.url, { enableAutoPipelining: true }));
   const kernels = clients.map(
-    (redis, replicas) => new Kernel({ redis, keyPrefix: 'bench:', replication: { replicas, timeoutMs: 5_000 } }),
+    (redis, replicas) =>
+      new Kernel({ redis, keyPrefix: 'bench:', replication: { replicas, timeoutMs: 5_000 } }),
   );
   await kernels[0]?.admin.putImage('bench', { command: 'true', args: ['{result_file}'] });
   const samples: Sample[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     for (const concurrency of CONCURRENCY) {
-      for (const replicas of [0, 1]) samples.push(await round(kernels[replicas] as Kernel, replicas, concurrency));
+      for (const replicas of [0, 1])
+        samples.push(await round(kernels[replicas] as Kernel, replicas, concurrency));
     }
   }
-  const lines = ['| concurrency | replicas | spawns/s | p50 ms | p99 ms |', '| --- | --- | --- | --- | --- |'];
+  const lines = [
+    '| concurrency | replicas | spawns/s | p50 ms | p99 ms |',
+    '| --- | --- | --- | --- | --- |',
+  ];
   for (const concurrency of CONCURRENCY) {
     for (const replicas of [0, 1]) {
       const mine = samples.filter((s) => s.concurrency === concurrency && s.replicas === replicas);

@@ -1,6 +1,14 @@
 import { LibosError } from '@libos/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster, NO_USAGE, numberFromRequest, READ_REQUEST, shImage, sleep, writeResult } from '../src/index.js';
+import {
+  Cluster,
+  NO_USAGE,
+  numberFromRequest,
+  READ_REQUEST,
+  shImage,
+  sleep,
+  writeResult,
+} from '../src/index.js';
 
 // A primary, two replicas and three sentinels on loopback; a real coordinator and workers reach
 // Redis through the sentinels with LIBOS_REDIS_MIN_REPLICAS=1 (and min-replicas-to-write 1 on the
@@ -25,9 +33,11 @@ beforeAll(async () => {
   });
   await cluster.admin.putImage('cycle', {
     ...shImage(
-      [READ_REQUEST, numberFromRequest('n'), writeResult(`"status":"completed","output":{"n":%s},${NO_USAGE}`, '"$n"')].join(
-        '; ',
-      ),
+      [
+        READ_REQUEST,
+        numberFromRequest('n'),
+        writeResult(`"status":"completed","output":{"n":%s},${NO_USAGE}`, '"$n"'),
+      ].join('; '),
     ),
   });
 }, 120_000);
@@ -69,7 +79,8 @@ describe('a Sentinel failover during spawn+wait cycles (LIBOS_REDIS_MIN_REPLICAS
           pid = spawned.pid;
         } catch (error) {
           // Not acknowledged (503 while the primary is gone or has no replica): try another.
-          const key = error instanceof LibosError ? `${error.code}/${error.details?.reason ?? ''}` : String(error);
+          const key =
+            error instanceof LibosError ? `${error.code}/${error.details?.reason ?? ''}` : String(error);
           refusals.set(key, (refusals.get(key) ?? 0) + 1);
           await sleep(100);
           continue;
@@ -97,7 +108,7 @@ describe('a Sentinel failover during spawn+wait cycles (LIBOS_REDIS_MIN_REPLICAS
     };
 
     await Promise.all([...Array.from({ length: LOOPS }, loop), chaos()]);
-    const acknowledged = done.slice(0, Math.max(CYCLES, done.length));
+    const acknowledged = done;
     expect(killedAt).toBeGreaterThan(0);
     expect(failedOverAt).toBeGreaterThanOrEqual(killedAt);
     // Cycles were acknowledged after the failover too: the parts reconnected without a restart.
@@ -117,7 +128,9 @@ describe('a Sentinel failover during spawn+wait cycles (LIBOS_REDIS_MIN_REPLICAS
         JSON.stringify(row.outcome) !== JSON.stringify(cycle.outcome) ||
         row.result_oid !== cycle.result
       ) {
-        missing.push(`${cycle.pid} (cycle ${cycle.n}): ${row.goal} ${row.status} ${JSON.stringify(row.outcome)}`);
+        missing.push(
+          `${cycle.pid} (cycle ${cycle.n}): ${row.goal} ${row.status} ${JSON.stringify(row.outcome)}`,
+        );
       }
     }
     expect(missing).toEqual([]);

@@ -89,7 +89,10 @@ export function fromRedisError(error: unknown): KernelError {
     );
   }
   if (/^READONLY\b/.test(message)) {
-    return new KernelError('unavailable', `redis is unavailable (a replica answered, not the primary): ${message}`);
+    return new KernelError(
+      'unavailable',
+      `redis is unavailable (a replica answered, not the primary): ${message}`,
+    );
   }
   if (
     /ECONNREFUSED|ECONNRESET|Connection is closed|max retries|LOADING|ETIMEDOUT|EPIPE|Stream isn't writeable/i.test(

@@ -19,7 +19,11 @@ function connect(server: TestRedis): Redis {
 }
 
 function kernelOn(client: Redis, prefix: string, replicas = 0): Kernel {
-  const kernel = new Kernel({ redis: client, keyPrefix: prefix, replication: { replicas, timeoutMs: 3_000 } });
+  const kernel = new Kernel({
+    redis: client,
+    keyPrefix: prefix,
+    replication: { replicas, timeoutMs: 3_000 },
+  });
   kernels.push(kernel);
   return kernel;
 }
@@ -58,7 +62,8 @@ describe('pids after a failover that lost writes', () => {
     await before.admin.putImage('echo', IMAGE);
     const root = await before.admin.createRoot({ goal: 'tree', image: 'echo' });
     const kept = [];
-    for (let i = 0; i < 3; i++) kept.push(await before.tools.spawn_child_process({ pid: root.pid }, { goal: `kept ${i}` }));
+    for (let i = 0; i < 3; i++)
+      kept.push(await before.tools.spawn_child_process({ pid: root.pid }, { goal: `kept ${i}` }));
     // Same server, no failover: plain +1 numbering.
     const numbers = kept.map((child) => Number(child.pid.split('.')[1]));
     expect(numbers[1]).toBe((numbers[0] as number) + 1);
@@ -69,9 +74,13 @@ describe('pids after a failover that lost writes', () => {
     // Replication cut: these are acknowledged by the primary alone, then lost with it.
     await onReplica.call('REPLICAOF', 'NO', 'ONE');
     const lost = [];
-    for (let i = 0; i < 5; i++) lost.push(await before.tools.spawn_child_process({ pid: root.pid }, { goal: `lost ${i}` }));
+    for (let i = 0; i < 5; i++)
+      lost.push(await before.tools.spawn_child_process({ pid: root.pid }, { goal: `lost ${i}` }));
     const lostObject = await before.tools.create_object({ pid: root.pid }, { payload: 'lost' });
-    const lostMessage = await before.tools.send_process_message({ pid: root.pid }, { to: 'self', body: 'lost' });
+    const lostMessage = await before.tools.send_process_message(
+      { pid: root.pid },
+      { to: 'self', body: 'lost' },
+    );
 
     // The promoted replica has the kept children and none of the lost ones.
     const after = kernelOn(onReplica, prefix);
@@ -79,7 +88,8 @@ describe('pids after a failover that lost writes', () => {
     expect((await refusal(after.admin.getProcess(lost[0]?.pid as string))).code).toBe('not_found');
 
     const reborn = [];
-    for (let i = 0; i < 5; i++) reborn.push(await after.tools.spawn_child_process({ pid: root.pid }, { goal: `new ${i}` }));
+    for (let i = 0; i < 5; i++)
+      reborn.push(await after.tools.spawn_child_process({ pid: root.pid }, { goal: `new ${i}` }));
     const newObject = await after.tools.create_object({ pid: root.pid }, { payload: 'new' });
     const newMessage = await after.tools.send_process_message({ pid: root.pid }, { to: 'self', body: 'new' });
 
@@ -120,14 +130,19 @@ describe('LIBOS_REDIS_MIN_REPLICAS (WAIT after each state change)', () => {
     await kernel.admin.putImage('echo', IMAGE);
     const root = await kernel.admin.createRoot({ goal: 'tree', image: 'echo' });
     const children = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => kernel.tools.spawn_child_process({ pid: root.pid }, { goal: `c${i}` })),
+      Array.from({ length: 20 }, (_, i) =>
+        kernel.tools.spawn_child_process({ pid: root.pid }, { goal: `c${i}` }),
+      ),
     );
     // Acknowledged means on the replica: read it there at once, no waiting.
     const replicaKernel = kernelOn(connect(replica), prefix);
-    for (const child of children) expect((await replicaKernel.admin.getProcess(child.pid)).status).toBe('runnable');
+    for (const child of children)
+      expect((await replicaKernel.admin.getProcess(child.pid)).status).toBe('runnable');
 
     await onReplica.call('REPLICAOF', 'NO', 'ONE');
-    const refused = await refusal(kernel.tools.spawn_child_process({ pid: root.pid }, { goal: 'unconfirmed' }));
+    const refused = await refusal(
+      kernel.tools.spawn_child_process({ pid: root.pid }, { goal: 'unconfirmed' }),
+    );
     expect(refused.code).toBe('unavailable');
     expect(refused.details).toMatchObject({ reason: 'replication', required: 1, confirmed: 0 });
     expect(refused.message).toMatch(/LIBOS_REDIS_MIN_REPLICAS/);

@@ -82,7 +82,9 @@ function sentinelOptions(settings: SentinelRedisSettings, purpose: RedisPurpose)
     reconnectOnError: (error: Error) => (wrongPrimary(error) ? 2 : false),
     ...(settings.username === undefined ? {} : { username: settings.username }),
     ...(settings.password === undefined ? {} : { password: settings.password.reveal() }),
-    ...(settings.sentinelPassword === undefined ? {} : { sentinelPassword: settings.sentinelPassword.reveal() }),
+    ...(settings.sentinelPassword === undefined
+      ? {}
+      : { sentinelPassword: settings.sentinelPassword.reveal() }),
   };
 }
 
@@ -136,7 +138,11 @@ function hint(settings: RedisSettings, message: string): string {
         : 'the password in LIBOS_REDIS_URL';
     return `${from}${settings.username ? ` (user ${settings.username})` : ''} is not accepted`;
   }
-  if (/ENOENT|EACCES/.test(message) && settings.topology === 'standalone' && settings.endpoint.kind === 'socket') {
+  if (
+    /ENOENT|EACCES/.test(message) &&
+    settings.topology === 'standalone' &&
+    settings.endpoint.kind === 'socket'
+  ) {
     return 'the socket is not there or not ours to open';
   }
   return '';

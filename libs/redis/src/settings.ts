@@ -34,7 +34,9 @@ export const redisEnvSchema = z.object({
   LIBOS_REDIS_SENTINEL_MASTER: z
     .string()
     .trim()
-    .regex(/^[A-Za-z0-9._-]{1,64}$/, { error: 'LIBOS_REDIS_SENTINEL_MASTER must be a name of letters, digits, . _ -' })
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, {
+      error: 'LIBOS_REDIS_SENTINEL_MASTER must be a name of letters, digits, . _ -',
+    })
     .optional(),
   /** Sentinel: a file holding the sentinels' own password (`requirepass` in sentinel.conf), if they have one. */
   LIBOS_REDIS_SENTINEL_PASSWORD_FILE: z.string().trim().min(1).optional(),
@@ -195,7 +197,9 @@ function readPasswordFile(path: string, variable = 'LIBOS_REDIS_PASSWORD_FILE'):
 }
 
 function passwordFromFile(path: string | undefined, variable?: string): RedisPassword | undefined {
-  return path === undefined ? undefined : new RedisPassword(readPasswordFile(path, variable), { kind: 'file', path });
+  return path === undefined
+    ? undefined
+    : new RedisPassword(readPasswordFile(path, variable), { kind: 'file', path });
 }
 
 function replicationOf(env: RedisEnv): RedisReplication {
@@ -239,7 +243,9 @@ export function sentinelSettings(env: RedisEnv): SentinelRedisSettings {
   }
   const master = env.LIBOS_REDIS_SENTINEL_MASTER;
   if (master === undefined) {
-    throw new RedisConfigError('LIBOS_REDIS_SENTINELS is set but LIBOS_REDIS_SENTINEL_MASTER (the monitored name) is not');
+    throw new RedisConfigError(
+      'LIBOS_REDIS_SENTINELS is set but LIBOS_REDIS_SENTINEL_MASTER (the monitored name) is not',
+    );
   }
   const listed = (env.LIBOS_REDIS_SENTINELS ?? '')
     .split(',')
@@ -253,7 +259,10 @@ export function sentinelSettings(env: RedisEnv): SentinelRedisSettings {
     master,
     username: env.LIBOS_REDIS_USERNAME,
     password: passwordFromFile(env.LIBOS_REDIS_PASSWORD_FILE),
-    sentinelPassword: passwordFromFile(env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE, 'LIBOS_REDIS_SENTINEL_PASSWORD_FILE'),
+    sentinelPassword: passwordFromFile(
+      env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE,
+      'LIBOS_REDIS_SENTINEL_PASSWORD_FILE',
+    ),
     display: `sentinel ${master} via ${listed.join(',')}`,
     replication: replicationOf(env),
   };
@@ -263,7 +272,9 @@ export function sentinelSettings(env: RedisEnv): SentinelRedisSettings {
 export function redisSettings(env: RedisEnv): RedisSettings {
   if (env.LIBOS_REDIS_SENTINELS !== undefined) return sentinelSettings(env);
   if (env.LIBOS_REDIS_SENTINEL_MASTER !== undefined || env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE !== undefined) {
-    throw new RedisConfigError('LIBOS_REDIS_SENTINEL_MASTER is set but LIBOS_REDIS_SENTINELS (host:port,…) is not');
+    throw new RedisConfigError(
+      'LIBOS_REDIS_SENTINEL_MASTER is set but LIBOS_REDIS_SENTINELS (host:port,…) is not',
+    );
   }
   return standaloneSettings(env);
 }

@@ -145,7 +145,11 @@ describe('redisSettingsFromEnv with Sentinel', () => {
     expect(refused({ LIBOS_REDIS_SENTINELS: 'h:26379' })).toMatch(/LIBOS_REDIS_SENTINEL_MASTER/);
     expect(refused({ LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(/LIBOS_REDIS_SENTINELS/);
     expect(
-      refused({ LIBOS_REDIS_SENTINELS: 'h:26379', LIBOS_REDIS_SENTINEL_MASTER: 'libos', LIBOS_REDIS_URL: 'redis://:hunter2@h' }),
+      refused({
+        LIBOS_REDIS_SENTINELS: 'h:26379',
+        LIBOS_REDIS_SENTINEL_MASTER: 'libos',
+        LIBOS_REDIS_URL: 'redis://:hunter2@h',
+      }),
     ).toMatch(/LIBOS_REDIS_URL and LIBOS_REDIS_SENTINELS are both set/);
     expect(refused({ LIBOS_REDIS_SENTINELS: 'h', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
       /LIBOS_REDIS_SENTINELS: 'h' is not host:port/,
@@ -153,7 +157,9 @@ describe('redisSettingsFromEnv with Sentinel', () => {
     expect(refused({ LIBOS_REDIS_SENTINELS: 'h:99999', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
       /LIBOS_REDIS_SENTINELS/,
     );
-    expect(refused({ LIBOS_REDIS_SENTINELS: ' , ', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(/lists no sentinel/);
+    expect(refused({ LIBOS_REDIS_SENTINELS: ' , ', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
+      /lists no sentinel/,
+    );
     expect(refused({ LIBOS_REDIS_SENTINELS: 'h:1', LIBOS_REDIS_SENTINEL_MASTER: 'a b' })).toMatch(
       /LIBOS_REDIS_SENTINEL_MASTER must be a name/,
     );

@@ -61,7 +61,13 @@ function exited(child: ChildProcess): Promise<void> {
 async function answers(port: number, deadlineMs: number): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
-    const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {});
     try {
       await client.connect();
@@ -180,11 +186,19 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
 
   const askSentinels = async (): Promise<number | undefined> => {
     for (const port of sentinelPorts) {
-      const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      const client = new Redis({
+        port,
+        host: '127.0.0.1',
+        lazyConnect: true,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+      });
       client.on('error', () => {});
       try {
         await client.connect();
-        const reply = (await client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as [string, string] | null;
+        const reply = (await client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as
+          | [string, string]
+          | null;
         if (reply) return Number(reply[1]);
       } catch {
         // the next sentinel
@@ -228,7 +242,13 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
       for (;;) {
         const now = await askSentinels();
         if (now !== undefined && now !== port) {
-          const client = new Redis({ port: now, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+          const client = new Redis({
+            port: now,
+            host: '127.0.0.1',
+            lazyConnect: true,
+            maxRetriesPerRequest: 0,
+            retryStrategy: () => null,
+          });
           client.on('error', () => {});
           try {
             await client.connect();
