@@ -44,6 +44,8 @@ export interface StartSentinelOptions {
   minReplicasToWrite?: number;
   /** `min-replicas-max-lag` in seconds (default 2). */
   minReplicasMaxLag?: number;
+  /** The sentinels' own `requirepass` (test passwords only: it is in their config file). */
+  sentinelPassword?: string;
 }
 
 interface Server {
@@ -58,7 +60,7 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-async function answers(port: number, deadlineMs: number): Promise<void> {
+async function answers(port: number, deadlineMs: number, password?: string): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     const client = new Redis({
@@ -67,6 +69,7 @@ async function answers(port: number, deadlineMs: number): Promise<void> {
       lazyConnect: true,
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
+      ...(password === undefined ? {} : { password }),
     });
     client.on('error', () => {});
     try {
@@ -172,13 +175,14 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
           `sentinel down-after-milliseconds ${master} ${downAfter}`,
           `sentinel failover-timeout ${master} ${Math.max(3000, downAfter * 3)}`,
           `sentinel parallel-syncs ${master} 1`,
+          ...(options.sentinelPassword === undefined ? [] : [`requirepass ${options.sentinelPassword}`]),
           '',
         ].join('\n'),
       );
       sentinels.push(launch([conf, '--sentinel']));
       sentinelPorts.push(port);
     }
-    await Promise.all(sentinelPorts.map((port) => answers(port, 10_000)));
+    await Promise.all(sentinelPorts.map((port) => answers(port, 10_000, options.sentinelPassword)));
   } catch (error) {
     await stopAll();
     throw error;
@@ -192,6 +196,7 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
         lazyConnect: true,
         maxRetriesPerRequest: 0,
         retryStrategy: () => null,
+        ...(options.sentinelPassword === undefined ? {} : { password: options.sentinelPassword }),
       });
       client.on('error', () => {});
       try {
