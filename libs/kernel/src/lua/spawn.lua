@@ -179,8 +179,9 @@ end
 
 -- ------------------------------------------------------------ writes
 touch(P, pr)
-local n = redis.call('HINCRBY', KEYS[1], 'p', 1)
-local pid = ROOT .. '.' .. n
+-- never a number this tree handed out before, even one a failover lost (see next_number)
+local n, ntext = next_number('p')
+local pid = ROOT .. '.' .. ntext
 local goal_oid, goal_key = new_oid()
 put_object(goal_oid, goal_key, 'GOAL', pid, cjson.encode(A.goal), ptaint)
 local handles = { goal_oid, 'r' }
