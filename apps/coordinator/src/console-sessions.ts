@@ -71,7 +71,11 @@ export class ConsoleSessions {
     if (id) {
       const key = hash(id);
       // one slot ({console}), one transaction
-      await this.redis.multi().del(this.base + key).zrem(this.index, key).exec();
+      await this.redis
+        .multi()
+        .del(this.base + key)
+        .zrem(this.index, key)
+        .exec();
     }
     return serializeCookie(SESSION_COOKIE, '', {
       httpOnly: true,

@@ -128,7 +128,11 @@ describe('console sessions', () => {
       }
 
       // a logout on this coordinator ends it on the other
-      await fetch(`${h.coordinator.url}/ui/logout`, { ...asCookie(cookie), method: 'POST', redirect: 'manual' });
+      await fetch(`${h.coordinator.url}/ui/logout`, {
+        ...asCookie(cookie),
+        method: 'POST',
+        redirect: 'manual',
+      });
       expect((await raw(other.url, '/v1/admin/images', asCookie(cookie))).status).toBe(401);
       expect(await redis.exists(own[0] as string)).toBe(0);
     } finally {

@@ -397,7 +397,8 @@ export class AdminReads {
   async treeCounts(query: unknown): Promise<TreeCountsResult> {
     const { roots } = parseOrThrow(treeCountsQuerySchema, query, 'tree counts');
     for (const root of roots)
-      if (root !== rootOf(root)) throw new KernelError('invalid_argument', `roots: ${root} is not a root pid`);
+      if (root !== rootOf(root))
+        throw new KernelError('invalid_argument', `roots: ${root} is not a root pid`);
     const unique = [...new Set(roots)];
     const trees = await Promise.all(
       unique.map(async (root): Promise<TreeCounts> => {

@@ -396,7 +396,10 @@ describe('tree counts', () => {
 
   it('counts a tree by status through spawns, claims, pauses, ends and deletions, without the root', async () => {
     const r = await root(env, { resource_budget: { children: 20 } });
-    const running = await runningChild(env, r.pid, { inherit_capabilities: [SPAWN], resource_budget: { children: 2 } });
+    const running = await runningChild(env, r.pid, {
+      inherit_capabilities: [SPAWN],
+      resource_budget: { children: 2 },
+    });
     const queued = await spawnMany(r.pid, 4);
     await spawnMany(running.pid, 2);
     await k().admin.signal(queued[0] as string, { signal: 'pause' });
@@ -416,7 +419,10 @@ describe('tree counts', () => {
     // an operator's delete of the finished child takes it out of the counts
     await k().retention.deleteTree(done.pid);
     const [after] = (await k().admin.treeCounts({ roots: [r.pid] })).trees;
-    expect(after?.descendants).toEqual({ total: 7, by_status: { runnable: 4, running: 1, paused: 1, killed: 1 } });
+    expect(after?.descendants).toEqual({
+      total: 7,
+      by_status: { runnable: 4, running: 1, paused: 1, killed: 1 },
+    });
     expect(await walked(r.pid)).toEqual(after?.descendants?.by_status);
   });
 

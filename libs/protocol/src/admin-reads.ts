@@ -222,7 +222,10 @@ export const treeCountsSchema = z.object({
    * trees kept counts (`counted: false`).
    */
   descendants: z
-    .object({ total: z.number().int().min(0), by_status: z.partialRecord(processStatusSchema, z.number().int()) })
+    .object({
+      total: z.number().int().min(0),
+      by_status: z.partialRecord(processStatusSchema, z.number().int()),
+    })
     .nullable(),
   counted: z.boolean(),
 });

@@ -134,7 +134,8 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
     if (deps.assetsDir) {
       await scope.register(async (assets) => {
         assets.addHook('onRequest', async (request, reply) => {
-          if (!(await signedIn(request, reply))) throw new HttpRefusal('unauthenticated', 'log in at /ui first');
+          if (!(await signedIn(request, reply)))
+            throw new HttpRefusal('unauthenticated', 'log in at /ui first');
         });
         await assets.register(fastifyStatic, {
           root: join(deps.assetsDir as string, 'assets'),
