@@ -39,6 +39,7 @@ export function Processes() {
           roots: true,
           limit: ROOTS_SHOWN,
         });
+        if (!live) return; // left the page meanwhile: no counts call
         const roots = page.processes.filter((p) => p.parent_pid === null);
         roots.sort((a, b) => b.created_at.localeCompare(a.created_at));
         const trees = roots.length ? (await api.treeCounts(roots.map((p) => p.pid))).trees : [];
