@@ -66,6 +66,12 @@ describe('libos demo --keep', () => {
       });
       exited.then((code) => reject(new Error(`demo exited (${code}): ${out}`)));
     });
+    // It prints where the console shows the demo's tree, and the console answers there.
+    const consoleUrl = /console: +(http:\/\/\S+\/ui\/#\/tree\/p[0-9a-z]+)/.exec(out)?.[1];
+    expect(consoleUrl, out).toBeDefined();
+    const form = await fetch((consoleUrl as string).replace(/#.*$/, ''));
+    expect(form.status).toBe(200);
+    expect(await form.text()).toContain('Admin token');
     const parts = liveChildren(demo.pid!);
     expect(parts.length).toBeGreaterThanOrEqual(3); // redis-server, the coordinator, a worker
     demo.kill('SIGINT');

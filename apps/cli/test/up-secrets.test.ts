@@ -46,7 +46,13 @@ function exited(child: ChildProcess): Promise<void> {
 describe('libos up keeps the admin token and the Redis password away from workers', () => {
   let dir: string;
   let up: ChildProcess;
-  let announced: { url: string; admin_token_file: string; redis_url: string; redis_password_file: string };
+  let announced: {
+    url: string;
+    console_url: string;
+    admin_token_file: string;
+    redis_url: string;
+    redis_password_file: string;
+  };
   let redisPassword: string;
 
   beforeAll(async () => {
@@ -138,6 +144,13 @@ describe('libos up keeps the admin token and the Redis password away from worker
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
     expect(allowed.status).toBe(200);
+  });
+
+  it('announces the console, whose login form answers there', async () => {
+    expect(announced.console_url).toBe(`${announced.url}/ui`);
+    const form = await fetch(announced.console_url);
+    expect(form.status).toBe(200);
+    expect(await form.text()).toContain('Admin token');
   });
 
   it('Redis refuses a client without the password on its loopback port', async () => {

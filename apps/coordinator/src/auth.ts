@@ -35,10 +35,13 @@ export class AdminAuth {
     return timingSafeEqual(sha256(token), this.hash);
   }
 
-  /** Throws 401 without a token, 403 with a token that is not the admin's (a process token). */
-  check(request: FastifyRequest): void {
+  /**
+   * Throws 401 without a token (or a live console session), 403 with a token that is not the
+   * admin's (a process token). A session is looked up in Redis (one EXISTS).
+   */
+  async check(request: FastifyRequest): Promise<void> {
     const token = presentedToken(request);
-    if (!token && this.sessions?.valid(request)) {
+    if (!token && (await this.sessions?.valid(request))) {
       // SameSite=Strict keeps the cookie off cross-site requests; the custom header, which no
       // cross-site form can set, guards state changes besides.
       const reads = request.method === 'GET' || request.method === 'HEAD';

@@ -1,10 +1,22 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
+import { launchJobSchema } from '@libos/protocol';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 
 export const BOARD_PATH = '/admin/queues';
+
+/**
+ * A launch job's link to its process page in the console: Bull Board draws it on the job's card
+ * (in the queue's list and on the job's page) as a link opening in a new tab.
+ */
+export function processLink(job: { data: unknown }): { href: string; displayText: string } | undefined {
+  const parsed = launchJobSchema.safeParse(job.data);
+  if (!parsed.success) return undefined;
+  const { pid, attempt } = parsed.data;
+  return { href: `/ui/#/p/${encodeURIComponent(pid)}`, displayText: `process ${pid} (attempt ${attempt})` };
+}
 
 /**
  * Bull Board over the launch queues. Queues appear as pools become known (images registered,
@@ -31,7 +43,12 @@ export async function mountBullBoard(app: FastifyInstance): Promise<BullBoard> {
     show(queue: Queue): void {
       if (shown.has(queue.name)) return;
       shown.add(queue.name);
-      board.addQueue(new BullMQAdapter(queue, { readOnlyMode: false }));
+      board.addQueue(
+        new BullMQAdapter(queue, {
+          readOnlyMode: false,
+          externalJobUrl: (job) => processLink(job) ?? { href: '/ui/', displayText: 'libos console' },
+        }),
+      );
     },
   };
 }

@@ -27,7 +27,7 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
   /** A console session (the `/ui` login) ends this long after it began. */
   LIBOS_CONSOLE_SESSION_TTL_MS: int(8 * 60 * 60 * 1000),
-  /** Console sessions kept at once (in memory); a login beyond ends the oldest. */
+  /** Console sessions kept at once (in Redis, shared by every coordinator); a login beyond ends the oldest. */
   LIBOS_CONSOLE_MAX_SESSIONS: int(1000),
   /** Console event streams (`/v1/admin/processes/{pid}/events`) open at once; one more is 429. */
   LIBOS_CONSOLE_MAX_STREAMS: int(200),

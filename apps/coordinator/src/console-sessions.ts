@@ -1,6 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
 
 /** The console's session cookie: an opaque random id; the server keeps only its hash. */
 export const SESSION_COOKIE = 'libos_session';
@@ -21,25 +23,32 @@ export interface SessionLimits {
   max: number;
 }
 
+const LOGIN_LUA = readFileSync(new URL('./console-sessions.lua', import.meta.url), 'utf8');
+
 /**
- * Console sessions, in this coordinator's memory: a login on one coordinator is not known to
- * another, and a restart ends every session (the operator logs in again). Keyed by the sha256 of
- * the cookie's id, so a heap dump holds nothing a browser could present.
+ * Console sessions, in Redis, so a login on one coordinator holds on every coordinator behind
+ * the same address, and a restart ends none. One key per session, `<prefix>{console}:s:<sha256
+ * of the cookie's id>`, expiring with the session (Redis drops it); beside them one sorted set of
+ * those hashes by expiry, which bounds how many live at once. Neither the cookie's id nor the
+ * admin token is stored anywhere: what Redis holds cannot be presented as a cookie.
  */
 export class ConsoleSessions {
-  /** hash of the id → when it expires (ms since the epoch); insertion order is login order. */
-  private readonly sessions = new Map<string, number>();
+  private readonly base: string;
+  private readonly index: string;
 
-  constructor(private readonly limits: SessionLimits) {}
+  constructor(
+    private readonly redis: Redis,
+    prefix: string,
+    private readonly limits: SessionLimits,
+  ) {
+    this.base = `${prefix}{console}:s:`;
+    this.index = `${prefix}{console}:sessions`;
+  }
 
   /** Starts a session; returns the `set-cookie` value carrying its id. */
-  start(secure: boolean): string {
+  async start(secure: boolean): Promise<string> {
     const id = randomBytes(32).toString('base64url');
-    this.sweep();
-    while (this.sessions.size >= this.limits.max) {
-      this.sessions.delete(this.sessions.keys().next().value as string);
-    }
-    this.sessions.set(hash(id), Date.now() + this.limits.ttlMs);
+    await this.redis.eval(LOGIN_LUA, 1, this.index, this.base, hash(id), this.limits.ttlMs, this.limits.max);
     return serializeCookie(SESSION_COOKIE, id, {
       httpOnly: true,
       sameSite: 'strict',
@@ -49,24 +58,25 @@ export class ConsoleSessions {
     });
   }
 
-  /** Whether the request carries a live session's cookie. */
-  valid(request: FastifyRequest): boolean {
+  /** Whether the request carries a live session's cookie (one EXISTS; the key's expiry is the session's). */
+  async valid(request: FastifyRequest): Promise<boolean> {
     const id = sessionId(request);
     if (!id) return false;
-    const key = hash(id);
-    const expires = this.sessions.get(key);
-    if (expires === undefined) return false;
-    if (expires <= Date.now()) {
-      this.sessions.delete(key);
-      return false;
-    }
-    return true;
+    return (await this.redis.exists(this.base + hash(id))) === 1;
   }
 
-  /** Ends the request's session (if any); returns the `set-cookie` value that clears the cookie. */
-  end(request: FastifyRequest): string {
+  /** Ends the request's session (if any) on every coordinator; returns the `set-cookie` value that clears the cookie. */
+  async end(request: FastifyRequest): Promise<string> {
     const id = sessionId(request);
-    if (id) this.sessions.delete(hash(id));
+    if (id) {
+      const key = hash(id);
+      // one slot ({console}), one transaction
+      await this.redis
+        .multi()
+        .del(this.base + key)
+        .zrem(this.index, key)
+        .exec();
+    }
     return serializeCookie(SESSION_COOKIE, '', {
       httpOnly: true,
       sameSite: 'strict',
@@ -74,19 +84,12 @@ export class ConsoleSessions {
       maxAge: 0,
     });
   }
-
-  get size(): number {
-    return this.sessions.size;
-  }
-
-  private sweep(): void {
-    const now = Date.now();
-    for (const [key, expires] of this.sessions) if (expires <= now) this.sessions.delete(key);
-  }
 }
 
 function sessionId(request: FastifyRequest): string | undefined {
   const header = request.headers.cookie;
   if (!header) return undefined;
-  return parseCookies(header)[SESSION_COOKIE] || undefined;
+  const id = parseCookies(header)[SESSION_COOKIE];
+  // An id this server minted: 32 random bytes, base64url (43 characters).
+  return id && /^[A-Za-z0-9_-]{43}$/.test(id) ? id : undefined;
 }

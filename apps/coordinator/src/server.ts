@@ -100,11 +100,6 @@ export async function buildServer(
     onConstructorPoisoning: 'ignore',
   });
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
-  const sessions = new ConsoleSessions({
-    ttlMs: config.LIBOS_CONSOLE_SESSION_TTL_MS,
-    max: config.LIBOS_CONSOLE_MAX_SESSIONS,
-  });
-  auth.sessions = sessions;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
@@ -146,7 +141,7 @@ export async function buildServer(
     // Bull Board installs its own error handler, so refusals are answered here, not thrown.
     scope.addHook('onRequest', async (request, reply) => {
       try {
-        auth.check(request);
+        await auth.check(request);
       } catch (error) {
         reply.header('www-authenticate', 'Basic realm="libos", charset="UTF-8"');
         return sendError(error, request, reply);
@@ -179,6 +174,12 @@ export async function buildServer(
     onError: (error) => logger.warn({ err: error }, 'kernel background error'),
   });
   kernel.wakeHub.onExitWake = (ms) => metrics.wakeLatency.observe(ms / 1000);
+  // In Redis beside the kernel's keys: a login holds on every coordinator of this Redis.
+  const sessions = new ConsoleSessions(redis, kernel.keys.prefix, {
+    ttlMs: config.LIBOS_CONSOLE_SESSION_TTL_MS,
+    max: config.LIBOS_CONSOLE_MAX_SESSIONS,
+  });
+  auth.sessions = sessions;
   await app.register((scope) =>
     adminRoutes(scope, {
       kernel,

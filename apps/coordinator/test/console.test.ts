@@ -1,4 +1,9 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { coordinatorConfigSchema } from '../src/config.js';
+import { startCoordinator } from '../src/start.js';
 import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
 
 const TTL_MS = 1500;
@@ -16,8 +21,11 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function logIn(token = ADMIN_TOKEN): Promise<{ status: number; cookie: string | undefined }> {
-  const answer = await fetch(`${h.coordinator.url}/ui/login`, {
+async function logIn(
+  token = ADMIN_TOKEN,
+  url = h.coordinator.url,
+): Promise<{ status: number; cookie: string | undefined }> {
+  const answer = await fetch(`${url}/ui/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ token }).toString(),
@@ -82,6 +90,55 @@ describe('console sessions', () => {
     expect([await status(first.cookie), await status(second.cookie), await status(third.cookie)]).toEqual([
       401, 200, 200,
     ]);
+  });
+
+  it('a session holds on every coordinator of the same Redis, which keeps only its hash; a logout on one ends it on all', async () => {
+    const other = await startCoordinator(
+      coordinatorConfigSchema.parse({
+        LIBOS_REDIS_URL: h.redis.url,
+        LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
+        LIBOS_PORT: '0',
+        LIBOS_CONSOLE_SESSION_TTL_MS: String(TTL_MS),
+      }),
+      { logger: pino({ level: 'silent' }) },
+    );
+    const redis = new Redis(h.redis.url);
+    try {
+      const { cookie } = await logIn(ADMIN_TOKEN, other.url);
+      const id = (cookie ?? '').split('=')[1] ?? '';
+      expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      // logged in on the other coordinator, accepted by this one
+      expect((await raw(h.coordinator.url, '/v1/admin/images', asCookie(cookie))).status).toBe(200);
+      expect((await raw(other.url, '/v1/admin/images', asCookie(cookie))).status).toBe(200);
+
+      // Redis holds the id's sha256 as a key expiring with the session, never the id or the token.
+      const digest = createHash('sha256').update(id).digest('base64url');
+      const keys = await redis.keys('*console*');
+      const own = keys.filter((key) => key.endsWith(`:s:${digest}`));
+      expect(own).toHaveLength(1);
+      const ttl = await redis.pttl(own[0] as string);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(TTL_MS);
+      for (const key of keys) {
+        expect(key).not.toContain(id);
+        const type = await redis.type(key);
+        const values = type === 'zset' ? await redis.zrange(key, 0, -1) : [await redis.get(key)];
+        expect(values.join(' ')).not.toContain(id);
+        expect(values.join(' ')).not.toContain(ADMIN_TOKEN);
+      }
+
+      // a logout on this coordinator ends it on the other
+      await fetch(`${h.coordinator.url}/ui/logout`, {
+        ...asCookie(cookie),
+        method: 'POST',
+        redirect: 'manual',
+      });
+      expect((await raw(other.url, '/v1/admin/images', asCookie(cookie))).status).toBe(401);
+      expect(await redis.exists(own[0] as string)).toBe(0);
+    } finally {
+      redis.disconnect();
+      await other.close();
+    }
   });
 
   it('a cookie-authenticated state change needs the console header (CSRF guard); bearer callers do not', async () => {

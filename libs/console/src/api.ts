@@ -87,6 +87,12 @@ export interface TreeNode {
   gen?: number;
 }
 
+export interface TreeCounts {
+  root: string;
+  descendants: { total: number; by_status: Partial<Record<Status, number>> } | null;
+  counted: boolean;
+}
+
 export interface AttemptView {
   attempt: number;
   worker: string;
@@ -104,7 +110,18 @@ export interface Describe {
 
 export interface MessageView {
   message_id: string;
-  [field: string]: unknown;
+  sender: string;
+  recipient: string;
+  kind: string;
+  channel: string | null;
+  correlation_id: string | null;
+  reply_to: string | null;
+  body: string | null;
+  payload: unknown;
+  labels: string[];
+  created_at: string;
+  acked: boolean;
+  acked_at: string | null;
 }
 
 export interface ObjectEntry {
@@ -182,6 +199,9 @@ export const api = {
       'GET',
       `/v1/admin/processes${query({ ...filters, roots: filters.roots ? 'true' : undefined })}`,
     ),
+  /** Each root's descendants by status, from counters the tree keeps (one call for a page of roots). */
+  treeCounts: (roots: string[]) =>
+    call<{ trees: TreeCounts[] }>('GET', `/v1/admin/trees/counts${query({ roots: roots.join(',') })}`),
   process: (pid: string) => call<ProcessView>('GET', p(pid)),
   describe: (pid: string) => call<Describe>('GET', `${p(pid)}/describe`),
   tree: (pid: string, maxNodes = 5000) =>

@@ -1,5 +1,6 @@
+import type { ComponentChildren } from 'preact';
 import type { Budget, BudgetDimension, Dimension } from './api.js';
-import { DIMENSIONS } from './api.js';
+import { DIMENSIONS, STATUSES } from './api.js';
 
 export function age(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return '';
@@ -65,4 +66,74 @@ export function StatusBadge({ status }: { status: string }) {
 
 export function Json({ value }: { value: unknown }) {
   return <pre class="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+/** A refusal or failure the page shows (announced to screen readers). */
+export function Problem({ text }: { text: string | undefined }) {
+  return text ? (
+    <p role="alert" class="problem">
+      {text}
+    </p>
+  ) : null;
+}
+
+/**
+ * A table of rows: one header cell per column, one cell per column per row. The pages' tables
+ * (roots, budget, capabilities, attempts, mailbox, objects) are all this.
+ */
+export function DataTable<Row>({
+  columns,
+  rows,
+  rowKey,
+  caption,
+  class: className,
+  rowProps,
+}: {
+  columns: ReadonlyArray<{ title: string; cell: (row: Row) => ComponentChildren; class?: string }>;
+  rows: readonly Row[];
+  rowKey: (row: Row, index: number) => string | number;
+  caption?: ComponentChildren;
+  class?: string;
+  rowProps?: (row: Row) => Record<string, string>;
+}) {
+  return (
+    <table class={className}>
+      {caption !== undefined && <caption>{caption}</caption>}
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th key={c.title} scope="col">
+              {c.title}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row, index) => (
+          <tr key={rowKey(row, index)} {...rowProps?.(row)}>
+            {columns.map((c) => (
+              <td key={c.title} class={c.class}>
+                {c.cell(row)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Counts by status as small badges, in the order statuses run (`3 running, 40 exited`). */
+export function StatusCounts({ counts }: { counts: Partial<Record<string, number>> }) {
+  const shown = STATUSES.filter((s) => (counts[s] ?? 0) > 0);
+  if (shown.length === 0) return <span class="muted">none</span>;
+  return (
+    <span class="status-counts">
+      {shown.map((s) => (
+        <span key={s} class={`count status-${s}`} data-status={s} title={`${counts[s]} ${s}`}>
+          {counts[s]} {s}
+        </span>
+      ))}
+    </span>
+  );
 }

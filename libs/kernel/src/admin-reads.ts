@@ -16,7 +16,12 @@ import {
   pendingSignalSchema,
   pidSchema,
   rootOf,
+  PROCESS_STATUSES,
+  type ProcessStatus,
+  type TreeCounts,
+  type TreeCountsResult,
   type TreeNode,
+  treeCountsQuerySchema,
 } from '@libos/protocol';
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
@@ -396,6 +401,41 @@ export class AdminReads {
     const { truncated } = treeHeadSchema.parse(reply.head);
     const nodes = reply.rest.map((flat) => nodeOf(rowFromFlat(flat)));
     return { pid, nodes, truncated, max_nodes: max };
+  }
+
+  /**
+   * Each root's descendants by status, from the counters its tree keeps (`n:<status>` on the
+   * tree's counter hash, see `count_status` in lib.lua): one transaction per tree reads the
+   * counters and the root's status together, so the root is taken out of the same snapshot. No
+   * process row but the root's status is read, whatever the tree's size.
+   */
+  async treeCounts(query: unknown): Promise<TreeCountsResult> {
+    const { roots } = parseOrThrow(treeCountsQuerySchema, query, 'tree counts');
+    for (const root of roots)
+      if (root !== rootOf(root))
+        throw new KernelError('invalid_argument', `roots: ${root} is not a root pid`);
+    const unique = [...new Set(roots)];
+    const trees = await Promise.all(
+      unique.map(async (root): Promise<TreeCounts> => {
+        const [counters, status] = await pipelined(
+          this.core.redis.multi().hgetall(this.core.keys.seq(root)).hget(this.core.keys.row(root), 'status'),
+        );
+        const fields = stringRecordSchema.parse(counters);
+        if (fields.sc !== '1' || typeof status !== 'string')
+          return { root, counted: fields.sc === '1', descendants: null };
+        const byStatus: Partial<Record<ProcessStatus, number>> = {};
+        let total = 0;
+        for (const name of PROCESS_STATUSES) {
+          const n = Number(fields[`n:${name}`] ?? '0') - (name === status ? 1 : 0);
+          if (n > 0) {
+            byStatus[name] = n;
+            total += n;
+          }
+        }
+        return { root, counted: true, descendants: { total, by_status: byStatus } };
+      }),
+    );
+    return { trees };
   }
 
   /** Everything about one process: view, attempts, children, result preview, mailbox. */

@@ -24,6 +24,7 @@ import {
   SPAWN_RESOURCE,
   SPAWN_RIGHT,
   type ToolResult,
+  type TreeCountsResult,
 } from '@libos/protocol';
 import { z } from 'zod';
 import { AdminReads, redisCall } from './admin-reads.js';
@@ -174,6 +175,11 @@ export class AdminOps {
   /** A process's subtree, breadth-first, bounded (`truncated`). */
   tree(pid: string, query: unknown = {}): Promise<AdminTreeResult> {
     return this.reads.tree(pid, query);
+  }
+
+  /** Roots' descendants by status, from the counters each tree keeps (no row read per process). */
+  treeCounts(query: unknown): Promise<TreeCountsResult> {
+    return this.reads.treeCounts(query);
   }
 
   /** Everything about one process (`libos describe`). */

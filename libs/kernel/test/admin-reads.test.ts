@@ -385,6 +385,61 @@ describe('the admin tree read', () => {
   });
 });
 
+describe('tree counts', () => {
+  /** The descendants by status as the tree read (which reads every row) sees them. */
+  async function walked(rootPid: string) {
+    const byStatus: Record<string, number> = {};
+    for (const node of (await k().admin.tree(rootPid, { max_nodes: 1000 })).nodes.slice(1))
+      byStatus[node.status] = (byStatus[node.status] ?? 0) + 1;
+    return byStatus;
+  }
+
+  it('counts a tree by status through spawns, claims, pauses, ends and deletions, without the root', async () => {
+    const r = await root(env, { resource_budget: { children: 20 } });
+    const running = await runningChild(env, r.pid, {
+      inherit_capabilities: [SPAWN],
+      resource_budget: { children: 2 },
+    });
+    const queued = await spawnMany(r.pid, 4);
+    await spawnMany(running.pid, 2);
+    await k().admin.signal(queued[0] as string, { signal: 'pause' });
+    await k().admin.signal(queued[1] as string, { signal: 'cancel' });
+    const done = await runningChild(env, r.pid);
+    await k().worker.complete(done.pid, 1, done.fence, { terminal: { type: 'captured' }, usage: USAGE });
+    const other = await root(env);
+
+    const { trees } = await k().admin.treeCounts({ roots: `${r.pid},${other.pid}` });
+    const expected = { runnable: 4, running: 1, paused: 1, killed: 1, exited: 1 };
+    expect(await walked(r.pid)).toEqual(expected);
+    expect(trees).toEqual([
+      { root: r.pid, counted: true, descendants: { total: 8, by_status: expected } },
+      { root: other.pid, counted: true, descendants: { total: 0, by_status: {} } },
+    ]);
+
+    // an operator's delete of the finished child takes it out of the counts
+    await k().retention.deleteTree(done.pid);
+    const [after] = (await k().admin.treeCounts({ roots: [r.pid] })).trees;
+    expect(after?.descendants).toEqual({
+      total: 7,
+      by_status: { runnable: 4, running: 1, paused: 1, killed: 1 },
+    });
+    expect(await walked(r.pid)).toEqual(after?.descendants?.by_status);
+  });
+
+  it('says a tree made before trees kept counts is not counted, and refuses a pid that is not a root', async () => {
+    const r = await root(env);
+    await env.redis.hdel(k().keys.seq(r.pid), 'sc');
+    expect((await k().admin.treeCounts({ roots: r.pid })).trees).toEqual([
+      { root: r.pid, counted: false, descendants: null },
+    ]);
+    const child = await spawnMany(r.pid, 1);
+    expect((await refusal(k().admin.treeCounts({ roots: child }))).code).toBe('invalid_argument');
+    expect((await refusal(k().admin.treeCounts({ roots: '' }))).code).toBe('invalid_argument');
+    const many = Array.from({ length: 201 }, () => r.pid).join(',');
+    expect((await refusal(k().admin.treeCounts({ roots: many }))).code).toBe('invalid_argument');
+  });
+});
+
 describe('describe', () => {
   it('has attempts with worker and times, children by status, a result preview and the unread mail', async () => {
     const r = await root(env);

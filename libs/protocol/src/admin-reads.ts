@@ -197,3 +197,38 @@ export const describeResultSchema = z.object({
   }),
 });
 export type DescribeResult = z.infer<typeof describeResultSchema>;
+
+/** `GET /v1/admin/trees/counts`: the list of roots' counts, one call for a page of roots. */
+export const TREE_COUNTS_MAX_ROOTS = 200;
+export const treeCountsQuerySchema = z.strictObject({
+  /** Comma-separated root pids (at most 200). */
+  roots: z
+    .union([
+      z.array(pidSchema),
+      z
+        .string()
+        .max(20_000)
+        .transform((text) => text.split(',').filter(Boolean))
+        .pipe(z.array(pidSchema)),
+    ])
+    .pipe(z.array(pidSchema).min(1).max(TREE_COUNTS_MAX_ROOTS)),
+});
+export type TreeCountsQuery = z.input<typeof treeCountsQuerySchema>;
+export const treeCountsSchema = z.object({
+  root: pidSchema,
+  /**
+   * The root's descendants (every process of the tree but the root) by status, read from
+   * counters the tree keeps (no row is read). Null when the tree is gone, or was created before
+   * trees kept counts (`counted: false`).
+   */
+  descendants: z
+    .object({
+      total: z.number().int().min(0),
+      by_status: z.partialRecord(processStatusSchema, z.number().int()),
+    })
+    .nullable(),
+  counted: z.boolean(),
+});
+export type TreeCounts = z.infer<typeof treeCountsSchema>;
+export const treeCountsResultSchema = z.object({ trees: z.array(treeCountsSchema) });
+export type TreeCountsResult = z.infer<typeof treeCountsResultSchema>;

@@ -8,6 +8,8 @@ import {
   adminTreeResultSchema,
   describeResultSchema,
   pidSchema,
+  treeCountsQuerySchema,
+  treeCountsResultSchema,
 } from '@libos/protocol';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -69,6 +71,22 @@ export function registerProcessReads(app: FastifyInstance, kernel: Kernel): void
       },
     },
     async (request) => kernel.admin.tree(request.params.pid, request.query),
+  );
+  typed.get(
+    '/v1/admin/trees/counts',
+    {
+      schema: {
+        ...common,
+        description:
+          "Each root's descendants (its tree's processes but the root) by status, from counters the tree keeps at every spawn, transition and deletion: no process row is read, whatever the tree's size. `roots`: comma-separated root pids, at most 200 (a page of `GET /v1/admin/processes?roots=true`). A tree created before trees kept counts answers `counted: false`, `descendants: null`; a deleted tree `descendants: null`.",
+        querystring: treeCountsQuerySchema,
+        response: {
+          200: treeCountsResultSchema,
+          ...errorResponses(['invalid_argument', 'unauthenticated', 'permission_denied'], { query: true }),
+        },
+      },
+    },
+    async (request) => kernel.admin.treeCounts(request.query),
   );
   typed.get(
     '/v1/admin/processes/:pid/describe',

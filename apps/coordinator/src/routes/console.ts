@@ -91,15 +91,15 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
         .header('content-security-policy', CSP)
         .send(body);
     /** Session or Basic; a Basic login also starts a session, so the page's own calls carry the cookie. */
-    const signedIn = (request: FastifyRequest, reply: FastifyReply): boolean => {
-      if (sessions.valid(request)) return true;
+    const signedIn = async (request: FastifyRequest, reply: FastifyReply): Promise<boolean> => {
+      if (await sessions.valid(request)) return true;
       const token = presentedToken(request);
       if (token === undefined || !auth.matches(token)) return false;
-      reply.header('set-cookie', sessions.start(request.protocol === 'https'));
+      reply.header('set-cookie', await sessions.start(request.protocol === 'https'));
       return true;
     };
     const page = async (request: FastifyRequest, reply: FastifyReply) => {
-      if (!signedIn(request, reply)) {
+      if (!(await signedIn(request, reply))) {
         // The form itself is a page like any other (200); a wrong token presented is 401.
         if (!presentedToken(request)) return html(reply, 200, loginPage());
         return html(reply, 401, loginPage('That is not the admin token.'));
@@ -124,17 +124,18 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
           return html(reply, 401, loginPage('That is not the admin token.'));
         }
         return reply
-          .header('set-cookie', sessions.start(request.protocol === 'https'))
+          .header('set-cookie', await sessions.start(request.protocol === 'https'))
           .redirect(`${CONSOLE_PATH}/`, 303);
       },
     );
     scope.post(`${CONSOLE_PATH}/logout`, { schema: { hide: true } }, async (request, reply) =>
-      reply.header('set-cookie', sessions.end(request)).redirect(`${CONSOLE_PATH}/`, 303),
+      reply.header('set-cookie', await sessions.end(request)).redirect(`${CONSOLE_PATH}/`, 303),
     );
     if (deps.assetsDir) {
       await scope.register(async (assets) => {
         assets.addHook('onRequest', async (request, reply) => {
-          if (!signedIn(request, reply)) throw new HttpRefusal('unauthenticated', 'log in at /ui first');
+          if (!(await signedIn(request, reply)))
+            throw new HttpRefusal('unauthenticated', 'log in at /ui first');
         });
         await assets.register(fastifyStatic, {
           root: join(deps.assetsDir as string, 'assets'),

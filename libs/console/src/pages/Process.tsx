@@ -8,10 +8,11 @@ import {
   type LogPage,
   type MessageView,
   type ObjectEntry,
+  type Outcome,
   type ProcessView,
   TERMINAL,
 } from '../api.js';
-import { amount, Burn, Json, StatusBadge, time } from '../format.js';
+import { amount, Burn, DataTable, Json, Problem, StatusBadge, time } from '../format.js';
 import { useSubtreeEvents } from '../live.js';
 
 /** A result longer than this (pretty JSON characters) is cut until the operator asks for all. */
@@ -61,24 +62,13 @@ export function Process({ pid }: { pid: string }) {
       );
   }, [view?.image]);
 
-  if (!view)
-    return problem ? (
-      <p role="alert" class="problem">
-        {problem}
-      </p>
-    ) : (
-      <p>Loading…</p>
-    );
+  if (!view) return problem ? <Problem text={problem} /> : <p>Loading…</p>;
   return (
     <article aria-labelledby="process-title" class="process">
       <h1 id="process-title">
         Process {view.pid} <StatusBadge status={view.status} />
       </h1>
-      {problem && (
-        <p role="alert" class="problem">
-          {problem}
-        </p>
-      )}
+      <Problem text={problem} />
       <nav class="links" aria-label="related">
         <a href={`#/tree/${view.root_pid}`}>Tree of {view.root_pid}</a>
         {view.parent_pid && <a href={`#/p/${view.parent_pid}`}>Parent {view.parent_pid}</a>}
@@ -120,97 +110,69 @@ export function Process({ pid }: { pid: string }) {
         )}
       </dl>
       <h2>Budget</h2>
-      <table class="budget">
-        <thead>
-          <tr>
-            <th scope="col">dimension</th>
-            <th scope="col">limit</th>
-            <th scope="col">used</th>
-            <th scope="col">reserved</th>
-            <th scope="col">remaining</th>
-            <th scope="col">burn</th>
-          </tr>
-        </thead>
-        <tbody>
-          {DIMENSIONS.map((d) => {
-            const b = view.resource_budget[d];
-            if (!b) return null;
-            return (
-              <tr key={d}>
-                <th scope="row">{d}</th>
-                <td>{amount(d, b.limit)}</td>
-                <td>{amount(d, b.used)}</td>
-                <td>{amount(d, b.reserved)}</td>
-                <td>{amount(d, b.remaining)}</td>
-                <td>
-                  <Burn dimension={d} view={b} />
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <DataTable
+        class="budget"
+        rows={DIMENSIONS.flatMap((d) => {
+          const b = view.resource_budget[d];
+          return b ? [{ d, b }] : [];
+        })}
+        rowKey={(r) => r.d}
+        columns={[
+          { title: 'dimension', cell: (r) => r.d },
+          { title: 'limit', cell: (r) => amount(r.d, r.b.limit) },
+          { title: 'used', cell: (r) => amount(r.d, r.b.used) },
+          { title: 'reserved', cell: (r) => amount(r.d, r.b.reserved) },
+          { title: 'remaining', cell: (r) => amount(r.d, r.b.remaining) },
+          { title: 'burn', cell: (r) => <Burn dimension={r.d} view={r.b} /> },
+        ]}
+      />
       <h2>Capabilities</h2>
-      {view.capabilities.length === 0 && <p>None.</p>}
-      <table hidden={view.capabilities.length === 0}>
-        <thead>
-          <tr>
-            <th scope="col">resource</th>
-            <th scope="col">rights</th>
-            <th scope="col">delegable</th>
-            <th scope="col">expires</th>
-            <th scope="col">constraints</th>
-          </tr>
-        </thead>
-        <tbody>
-          {view.capabilities.map((c, i) => (
-            <tr key={i}>
-              <td>
-                <code>{c.resource}</code>
-              </td>
-              <td>{c.rights.join(', ')}</td>
-              <td>{c.delegable ? 'yes' : 'no'}</td>
-              <td>{c.expires_at ? time(c.expires_at) : 'never'}</td>
-              <td>{Object.keys(c.constraints).length ? JSON.stringify(c.constraints) : ''}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {view.capabilities.length === 0 ? (
+        <p>None.</p>
+      ) : (
+        <DataTable
+          class="capabilities"
+          rows={view.capabilities}
+          rowKey={(_, i) => i}
+          columns={[
+            { title: 'resource', cell: (c) => <code>{c.resource}</code> },
+            { title: 'rights', cell: (c) => c.rights.join(', ') },
+            { title: 'delegable', cell: (c) => (c.delegable ? 'yes' : 'no') },
+            { title: 'expires', cell: (c) => (c.expires_at ? time(c.expires_at) : 'never') },
+            {
+              title: 'constraints',
+              cell: (c) => (Object.keys(c.constraints).length ? JSON.stringify(c.constraints) : ''),
+            },
+          ]}
+        />
+      )}
       <h2>Attempts</h2>
       {attempts === undefined ? (
         <p class="unfinished">
           The attempt history needs the coordinator's describe read (not on this server).
         </p>
+      ) : attempts.length === 0 ? (
+        <p>None: {view.driver === 'caller' ? 'a caller drives this process' : 'not claimed yet'}.</p>
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">#</th>
-              <th scope="col">worker</th>
-              <th scope="col">claimed</th>
-              <th scope="col">ended</th>
-              <th scope="col">outcome</th>
-              <th scope="col">reason</th>
-            </tr>
-          </thead>
-          <tbody>
-            {attempts.map((a) => (
-              <tr key={a.attempt}>
-                <td>{a.attempt}</td>
-                <td>{a.worker}</td>
-                <td>{time(a.claimed_at)}</td>
-                <td>{time(a.ended_at)}</td>
-                <td>{a.ended_as ?? ''}</td>
-                <td>{a.reason ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          class="attempts"
+          rows={attempts}
+          rowKey={(a) => a.attempt}
+          columns={[
+            { title: '#', cell: (a) => a.attempt },
+            { title: 'worker', cell: (a) => a.worker },
+            // The claim is the start: the process is running from the worker's claim.
+            { title: 'claimed (started)', cell: (a) => time(a.claimed_at) },
+            { title: 'ended', cell: (a) => time(a.ended_at) },
+            { title: 'outcome', cell: (a) => a.ended_as ?? (a.ended_at ? '' : 'running') },
+            { title: 'reason', cell: (a) => a.reason ?? '' },
+          ]}
+        />
       )}
       <h2>Wait state</h2>
       {view.wait_state ? <Json value={view.wait_state} /> : <p>Not waiting.</p>}
       <h2>Outcome</h2>
-      {view.outcome ? <Json value={view.outcome} /> : <p>None yet.</p>}
+      {view.outcome ? <OutcomeView outcome={view.outcome} /> : <p>None yet.</p>}
       <h2>Result</h2>
       {view.result_oid ? <Result oid={view.result_oid} /> : <p>No result object.</p>}
       <Messages pid={pid} />
@@ -220,6 +182,21 @@ export function Process({ pid }: { pid: string }) {
   );
 }
 
+/** What the host gate means, said on the page and again before a resume lifts it. */
+const HOST_GATE =
+  "Host-gated (stale_execution): this process's last execution went stale (its worker stopped renewing " +
+  'the lease), so the kernel cannot know whether that execution is still running somewhere. Only an ' +
+  'operator may resume it, and only once sure the old execution is gone (its worker and host are down or ' +
+  'the OS process is dead): resume launches a new attempt, and two executions could otherwise run at once.';
+
+/** The question asked before a signal, or none. */
+function confirmation(action: Action, view: ProcessView): string | undefined {
+  if (action === 'terminate') return `Terminate ${view.pid}? Its process group is killed after its grace.`;
+  if (action === 'resume' && view.resume_gate === 'host')
+    return `${HOST_GATE}\n\nResume ${view.pid} as attempt ${view.attempt + 1}?`;
+  return undefined;
+}
+
 /** Pause, resume, cancel, terminate through the admin signal route. */
 function Controls({ view, onDone }: { view: ProcessView; onDone: () => void }) {
   const [reason, setReason] = useState('');
@@ -227,11 +204,8 @@ function Controls({ view, onDone }: { view: ProcessView; onDone: () => void }) {
   const [problem, setProblem] = useState<string | undefined>();
   if (TERMINAL.has(view.status)) return null;
   const send = async (action: Action) => {
-    if (
-      action === 'terminate' &&
-      !window.confirm(`Terminate ${view.pid}? Its process group is killed after its grace.`)
-    )
-      return;
+    const question = confirmation(action, view);
+    if (question && !window.confirm(question)) return;
     setBusy(true);
     try {
       await api.signal(view.pid, action, reason.trim() || undefined);
@@ -248,9 +222,7 @@ function Controls({ view, onDone }: { view: ProcessView; onDone: () => void }) {
     <section class="controls" aria-label="signals">
       {view.resume_gate === 'host' && (
         <p class="gate" role="note">
-          Host-gated: this process's last execution went stale (its worker stopped renewing the lease), so the
-          kernel cannot know whether that execution is still running somewhere. Only an operator may resume
-          it, and only once sure the old execution is gone: resume launches a new attempt.
+          {HOST_GATE}
         </p>
       )}
       <label>
@@ -269,12 +241,48 @@ function Controls({ view, onDone }: { view: ProcessView; onDone: () => void }) {
       <button type="button" class="danger" disabled={busy} onClick={() => send('terminate')}>
         Terminate
       </button>
-      {problem && (
-        <p role="alert" class="problem">
-          {problem}
-        </p>
-      )}
+      <Problem text={problem} />
     </section>
+  );
+}
+
+/** The outcome's parts an operator looks for first, then the whole of it. */
+function OutcomeView({ outcome }: { outcome: Outcome }) {
+  return (
+    <div class="outcome-view">
+      <dl class="facts">
+        <dt>Type</dt>
+        <dd>
+          <strong>{outcome.type}</strong>
+        </dd>
+        {outcome.reason && (
+          <>
+            <dt>Reason</dt>
+            <dd>{outcome.reason}</dd>
+          </>
+        )}
+        <dt>Usage</dt>
+        <dd>{outcome.usage ? <code>{JSON.stringify(outcome.usage)}</code> : 'not reported'}</dd>
+        <dt>Unaccounted</dt>
+        <dd>{outcome.unaccounted ? String(outcome.unaccounted) : 'no (usage accounted)'}</dd>
+        {outcome.exit_code !== undefined && (
+          <>
+            <dt>Exit code</dt>
+            <dd>{String(outcome.exit_code)}</dd>
+          </>
+        )}
+        {outcome.attempt_id && (
+          <>
+            <dt>Attempt</dt>
+            <dd>{String(outcome.attempt_id)}</dd>
+          </>
+        )}
+      </dl>
+      <details>
+        <summary>The whole outcome</summary>
+        <Json value={outcome} />
+      </details>
+    </div>
   );
 }
 
@@ -301,8 +309,10 @@ function Result({ oid }: { oid: string }) {
   );
 }
 
+/** The mailbox, read only: the admin read never acknowledges, consumes a notice or taints. */
 function Messages({ pid }: { pid: string }) {
   const [state, setState] = useState<{ messages: MessageView[]; note?: string } | undefined>();
+  const [correlation, setCorrelation] = useState<string | undefined>();
   const load = useCallback(() => {
     api.messages(pid).then(
       (page) =>
@@ -318,6 +328,17 @@ function Messages({ pid }: { pid: string }) {
     );
   }, [pid]);
   useEffect(load, [load]);
+  const shown = (state?.messages ?? []).filter((m) => !correlation || m.correlation_id === correlation);
+  const ids = new Set(shown.map((m) => m.message_id));
+  /** A reply's original: its row here (focused), or the page of the process whose mailbox holds it. */
+  const replyLink = (id: string) =>
+    ids.has(id) ? (
+      <button type="button" class="link" onClick={() => focusRow(`m-${id}`)}>
+        {id}
+      </button>
+    ) : (
+      <span>{id}</span>
+    );
   return (
     <section aria-labelledby="messages-title">
       <h2 id="messages-title">
@@ -326,47 +347,63 @@ function Messages({ pid }: { pid: string }) {
           Refresh
         </button>
       </h2>
-      <p class="note">Read only: nothing here acknowledges a message. {state?.note}</p>
-      {state && state.messages.length > 0 && (
-        <table class="messages">
-          <thead>
-            <tr>
-              <th scope="col">id</th>
-              <th scope="col">channel</th>
-              <th scope="col">kind</th>
-              <th scope="col">sender</th>
-              <th scope="col">correlation</th>
-              <th scope="col">reply to</th>
-              <th scope="col">acked</th>
-              <th scope="col">payload</th>
-            </tr>
-          </thead>
-          <tbody>
-            {state.messages.map((m) => (
-              <tr key={m.message_id} id={`m-${m.message_id}`}>
-                <td>{m.message_id}</td>
-                <td>{String(m.channel ?? '')}</td>
-                <td>{String(m.kind ?? '')}</td>
-                <td>{senderLink(m.sender)}</td>
-                <td>{String(m.correlation_id ?? '')}</td>
-                <td>{m.reply_to ? <a href={`#m-${String(m.reply_to)}`}>{String(m.reply_to)}</a> : ''}</td>
-                <td>{m.acked ? 'yes' : 'no'}</td>
-                <td>
-                  <code>{JSON.stringify(m.payload ?? null).slice(0, 200)}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+      <p class="note">
+        Read only: nothing here acknowledges a message. {state?.note}
+        {correlation && (
+          <>
+            {' '}
+            Showing correlation <code>{correlation}</code>{' '}
+            <button type="button" class="small" onClick={() => setCorrelation(undefined)}>
+              Show all
+            </button>
+          </>
+        )}
+      </p>
+      {shown.length > 0 && (
+        <DataTable
+          class="messages"
+          rows={shown}
+          rowKey={(m) => m.message_id}
+          rowProps={(m) => ({ id: `m-${m.message_id}`, tabIndex: '-1', 'data-acked': String(m.acked) })}
+          columns={[
+            { title: 'id', cell: (m) => m.message_id },
+            { title: 'channel', cell: (m) => m.channel ?? '' },
+            { title: 'kind', cell: (m) => m.kind },
+            { title: 'sender', cell: (m) => <a href={`#/p/${m.sender}`}>{m.sender}</a> },
+            {
+              title: 'correlation',
+              cell: (m) =>
+                m.correlation_id ? (
+                  <button
+                    type="button"
+                    class="link"
+                    aria-label={`Show only correlation ${m.correlation_id}`}
+                    onClick={() => setCorrelation(m.correlation_id ?? undefined)}
+                  >
+                    {m.correlation_id}
+                  </button>
+                ) : (
+                  ''
+                ),
+            },
+            { title: 'reply to', cell: (m) => (m.reply_to ? replyLink(m.reply_to) : '') },
+            { title: 'acked', cell: (m) => (m.acked ? `yes ${time(m.acked_at)}` : 'no') },
+            {
+              title: 'content',
+              cell: (m) => <code>{(m.body ?? JSON.stringify(m.payload ?? null)).slice(0, 200)}</code>,
+            },
+          ]}
+        />
       )}
     </section>
   );
 }
 
-function senderLink(sender: unknown) {
-  if (typeof sender === 'string' && /^p[0-9a-z]+(\.\d+)*$/.test(sender))
-    return <a href={`#/p/${sender}`}>{sender}</a>;
-  return typeof sender === 'string' ? sender : JSON.stringify(sender ?? '');
+/** Scrolls to a row of this page and focuses it (hash links would change the page's route). */
+function focusRow(id: string) {
+  const row = document.getElementById(id);
+  row?.scrollIntoView({ block: 'center' });
+  row?.focus();
 }
 
 function Objects({ pid }: { pid: string }) {
@@ -385,32 +422,20 @@ function Objects({ pid }: { pid: string }) {
       {note && <p class="note">{note}</p>}
       {objects && objects.length === 0 && <p>None.</p>}
       {objects && objects.length > 0 && (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">oid</th>
-              <th scope="col">kind</th>
-              <th scope="col">owner</th>
-              <th scope="col">handle</th>
-              <th scope="col">version</th>
-              <th scope="col">bytes</th>
-              <th scope="col">labels</th>
-            </tr>
-          </thead>
-          <tbody>
-            {objects.map((o) => (
-              <tr key={o.oid}>
-                <td>{o.oid}</td>
-                <td>{o.kind ?? ''}</td>
-                <td>{o.owner ?? 'released'}</td>
-                <td>{o.handle ?? (o.owned ? 'owner' : '')}</td>
-                <td>{o.version ?? ''}</td>
-                <td>{o.size_bytes}</td>
-                <td>{o.labels.join(', ')}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          class="objects"
+          rows={objects}
+          rowKey={(o) => o.oid}
+          columns={[
+            { title: 'oid', cell: (o) => o.oid },
+            { title: 'kind', cell: (o) => o.kind ?? '' },
+            { title: 'owner', cell: (o) => o.owner ?? 'released' },
+            { title: 'handle', cell: (o) => o.handle ?? (o.owned ? 'owner' : '') },
+            { title: 'version', cell: (o) => o.version ?? '' },
+            { title: 'bytes', cell: (o) => o.size_bytes },
+            { title: 'labels', cell: (o) => o.labels.join(', ') },
+          ]}
+        />
       )}
     </section>
   );

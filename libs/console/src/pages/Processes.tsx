@@ -1,33 +1,58 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, type ProcessView, STATUSES } from '../api.js';
-import { age, Burns, StatusBadge } from '../format.js';
+import { api, type ProcessView, STATUSES, type TreeCounts } from '../api.js';
+import { age, Burns, DataTable, Problem, StatusBadge, StatusCounts } from '../format.js';
 
-/** Roots, newest first: one list call per refresh, never one per process. */
+/** How often the list is read again. */
+const REFRESH_MS = 5000;
+/** Roots listed (one page of the admin list; the counts route takes as many). */
+const ROOTS_SHOWN = 200;
+
+/** Whether the search text finds the root by pid, goal or image. */
+function found(p: ProcessView, needle: string): boolean {
+  return (
+    !needle ||
+    p.pid.toLowerCase().includes(needle) ||
+    p.goal.toLowerCase().includes(needle) ||
+    (p.image ?? '').toLowerCase().includes(needle)
+  );
+}
+
+/**
+ * Roots, newest first, each with its tree's descendants by status and its budget burn: two
+ * calls per refresh (the list, then the counts the trees keep), never one per process.
+ */
 export function Processes() {
   const [status, setStatus] = useState('');
   const [image, setImage] = useState('');
   const [text, setText] = useState('');
   const [rows, setRows] = useState<ProcessView[] | undefined>();
+  const [counts, setCounts] = useState<ReadonlyMap<string, TreeCounts>>(new Map());
   const [problem, setProblem] = useState<string | undefined>();
 
   useEffect(() => {
     let live = true;
-    const load = () =>
-      api
-        .listProcesses({ status: status || undefined, image: image || undefined, roots: true, limit: 200 })
-        .then(
-          (page) => {
-            if (!live) return;
-            // Servers without the roots filter list children too: keep the roots.
-            const roots = page.processes.filter((p) => p.parent_pid === null);
-            roots.sort((a, b) => b.created_at.localeCompare(a.created_at));
-            setRows(roots);
-            setProblem(undefined);
-          },
-          (error: Error) => live && setProblem(error.message),
-        );
+    const load = async () => {
+      try {
+        const page = await api.listProcesses({
+          status: status || undefined,
+          image: image || undefined,
+          roots: true,
+          limit: ROOTS_SHOWN,
+        });
+        if (!live) return; // left the page meanwhile: no counts call
+        const roots = page.processes.filter((p) => p.parent_pid === null);
+        roots.sort((a, b) => b.created_at.localeCompare(a.created_at));
+        const trees = roots.length ? (await api.treeCounts(roots.map((p) => p.pid))).trees : [];
+        if (!live) return;
+        setRows(roots);
+        setCounts(new Map(trees.map((t) => [t.root, t])));
+        setProblem(undefined);
+      } catch (error) {
+        if (live) setProblem((error as Error).message);
+      }
+    };
     void load();
-    const timer = setInterval(load, 5000);
+    const timer = setInterval(load, REFRESH_MS);
     return () => {
       live = false;
       clearInterval(timer);
@@ -35,19 +60,17 @@ export function Processes() {
   }, [status, image]);
 
   const needle = text.trim().toLowerCase();
-  const shown = (rows ?? []).filter(
-    (p) => !needle || p.pid.toLowerCase().includes(needle) || p.goal.toLowerCase().includes(needle),
-  );
+  const shown = (rows ?? []).filter((p) => found(p, needle));
   return (
     <section aria-labelledby="processes-title">
       <h1 id="processes-title">Processes</h1>
-      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+      <form class="filters" aria-label="search roots" onSubmit={(e) => e.preventDefault()}>
         <label>
-          Search pid or goal
+          Search pid, goal or image
           <input type="search" value={text} onInput={(e) => setText(e.currentTarget.value)} />
         </label>
         <label>
-          Image
+          Image (exact)
           <input value={image} onChange={(e) => setImage(e.currentTarget.value.trim())} />
         </label>
         <label>
@@ -62,50 +85,38 @@ export function Processes() {
           </select>
         </label>
       </form>
-      {problem && (
-        <p role="alert" class="problem">
-          {problem}
-        </p>
-      )}
+      <Problem text={problem} />
       {rows === undefined ? (
         <p>Loading…</p>
       ) : (
-        <table class="list">
-          <caption>{shown.length} root process(es), newest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">pid</th>
-              <th scope="col">status</th>
-              <th scope="col">image</th>
-              <th scope="col">goal</th>
-              <th scope="col">age</th>
-              <th scope="col">children</th>
-              <th scope="col">budget burn</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((p) => (
-              <tr key={p.pid} data-pid={p.pid}>
-                <td>
-                  <a href={`#/tree/${p.pid}`}>{p.pid}</a>
-                </td>
-                <td>
-                  <StatusBadge status={p.status} />
-                </td>
-                <td>{p.image ?? '—'}</td>
-                <td class="goal">
-                  <a href={`#/p/${p.pid}`}>{p.goal}</a>
-                </td>
-                <td>{age(p.created_at)}</td>
-                <td>{p.resource_budget.children?.used ?? ''}</td>
-                <td>
-                  <Burns budget={p.resource_budget} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          class="list"
+          caption={`${shown.length} root process(es), newest first`}
+          rows={shown}
+          rowKey={(p) => p.pid}
+          rowProps={(p) => ({ 'data-pid': p.pid })}
+          columns={[
+            { title: 'pid', cell: (p) => <a href={`#/tree/${p.pid}`}>{p.pid}</a> },
+            { title: 'status', cell: (p) => <StatusBadge status={p.status} /> },
+            { title: 'image', cell: (p) => p.image ?? '—' },
+            { title: 'goal', class: 'goal', cell: (p) => <a href={`#/p/${p.pid}`}>{p.goal}</a> },
+            { title: 'age', cell: (p) => age(p.created_at) },
+            { title: 'children', class: 'children', cell: (p) => <Descendants counts={counts.get(p.pid)} /> },
+            { title: 'budget burn', cell: (p) => <Burns budget={p.resource_budget} /> },
+          ]}
+        />
       )}
     </section>
+  );
+}
+
+function Descendants({ counts }: { counts: TreeCounts | undefined }) {
+  if (!counts) return null;
+  if (!counts.descendants)
+    return <span class="muted">{counts.counted ? 'gone' : 'not counted (an older tree)'}</span>;
+  return (
+    <span data-total={counts.descendants.total}>
+      <strong>{counts.descendants.total}</strong> <StatusCounts counts={counts.descendants.by_status} />
+    </span>
   );
 }

@@ -1,7 +1,7 @@
 import { memo } from 'preact/compat';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api, type TreeNode } from '../api.js';
-import { Burns, StatusBadge } from '../format.js';
+import { Burns, Problem, StatusBadge } from '../format.js';
 import { type Change, throttle, useSubtreeEvents } from '../live.js';
 
 /** How often a burst of changes re-reads the tree (budgets, new children): once a second at most. */
@@ -124,11 +124,7 @@ export function Tree({ pid }: { pid: string }) {
       <h1 id="tree-title">
         Tree of <a href={`#/p/${pid}`}>{pid}</a>
       </h1>
-      {problem && (
-        <p role="alert" class="problem">
-          {problem}
-        </p>
-      )}
+      <Problem text={problem} />
       <p class="counts" aria-live="polite">
         {nodes ? `${nodes.size} process(es): ` : ''}
         {Object.entries(counts)
@@ -136,8 +132,17 @@ export function Tree({ pid }: { pid: string }) {
           .join(', ')}
         {truncated ? ' (truncated: the deepest levels are not shown)' : ''}
       </p>
+      <p class="hint" id="tree-keys">
+        Keys on a pid: ↑ ↓ move, ← collapses (or goes to the parent), → expands (or goes to the first child),
+        Home and End, Enter opens the process.
+      </p>
       {root ? (
-        <ul aria-label={`process tree of ${pid}`} class="tree">
+        <ul
+          aria-label={`process tree of ${pid}`}
+          aria-describedby="tree-keys"
+          class="tree"
+          onKeyDown={treeKeys}
+        >
           {render(root)}
         </ul>
       ) : (
@@ -145,6 +150,47 @@ export function Tree({ pid }: { pid: string }) {
       )}
     </section>
   );
+}
+
+/**
+ * Arrow keys over the tree's pid links (one handler for the whole tree, not one per row): the
+ * links are the focus stops, the toggles collapse and expand.
+ */
+function treeKeys(event: KeyboardEvent) {
+  const link = event.target as HTMLElement;
+  if (!link.matches('a.pid')) return;
+  const tree = event.currentTarget as HTMLElement;
+  const item = link.closest('li') as HTMLElement;
+  const toggle = item.querySelector(':scope > .node > button.toggle') as HTMLButtonElement | null;
+  const open = toggle?.getAttribute('aria-expanded') === 'true';
+  const links = () => [...tree.querySelectorAll<HTMLElement>('a.pid')];
+  let next: HTMLElement | null | undefined;
+  switch (event.key) {
+    case 'ArrowDown':
+    case 'ArrowUp': {
+      const all = links();
+      next = all[all.indexOf(link) + (event.key === 'ArrowDown' ? 1 : -1)];
+      break;
+    }
+    case 'Home':
+      next = links()[0];
+      break;
+    case 'End':
+      next = links().at(-1);
+      break;
+    case 'ArrowRight':
+      if (toggle && !open) toggle.click();
+      else next = item.querySelector<HTMLElement>(':scope > ul > li a.pid');
+      break;
+    case 'ArrowLeft':
+      if (toggle && open) toggle.click();
+      else next = item.parentElement?.closest('li')?.querySelector<HTMLElement>(':scope > .node a.pid');
+      break;
+    default:
+      return;
+  }
+  event.preventDefault();
+  next?.focus();
 }
 
 /** One node's line; drawn again only when its node object, child count or open state changes. */

@@ -55,6 +55,7 @@ local function drop(pid, r)
   end
   redis.call('UNLINK', unpack(keys))
   budget = budget - #keys
+  count_status(r.status, -1)
   redis.call('ZREM', B .. 'due', pid)
   if r.parent ~= '' then
     redis.call('ZREM', kkey(r.parent), pid)

@@ -191,11 +191,23 @@ local function hset(pid, r, fields)
   if #args > 0 then redis.call('HSET', pkey(pid), unpack(args)) end
 end
 
+-- The tree's processes by status, `n:<status>` on its counter hash (KEYS[1]): kept by every row
+-- creation (new_row), transition (bump) and deletion (gc), so an operator's list of roots shows
+-- each tree's counts without reading its rows. A tree created with them has `sc` = 1.
+local function count_status(status, delta)
+  if status and status ~= '' then redis.call('HINCRBY', KEYS[1], 'n:' .. status, delta) end
+end
+
 -- A transition: write the fields, bump state_generation, record it for the status index.
 local function bump(pid, r, fields)
+  local from = r.status
   fields.gen = tonumber(r.gen) + 1
   fields.ut = now()
   hset(pid, r, fields)
+  if fields.status and fields.status ~= from then
+    count_status(from, -1)
+    count_status(fields.status, 1)
+  end
   IDX[#IDX + 1] = { pid, tonumber(r.gen), r.status, tonumber(r.lease or '0'), r.ct and tonumber(r.ct) }
   EV[#EV + 1] = { pid, fields.gen, r.status }
 end

@@ -13,6 +13,7 @@ local function new_row(pid, f)
     end
   end
   redis.call('HSET', pkey(pid), unpack(args))
+  count_status(f.status, 1)
   IDX[#IDX + 1] = { pid, 1, f.status, 0, now() }
   EV[#EV + 1] = { pid, 1, f.status }
   return args
