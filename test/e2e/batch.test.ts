@@ -22,7 +22,11 @@ const squareOutput = (gate: string) =>
     READ_REQUEST,
     numberFromRequest('n'),
     gate,
-    writeResult(`"status":"completed","output":{"n":%s,"square":%s},${NO_USAGE},"steps":1`, '"$n"', '"$((n * n))"'),
+    writeResult(
+      `"status":"completed","output":{"n":%s,"square":%s},${NO_USAGE},"steps":1`,
+      '"$n"',
+      '"$((n * n))"',
+    ),
   ].join('; ');
 
 beforeAll(async () => {
@@ -69,7 +73,10 @@ describe('spawn_children and wait_children over HTTP', () => {
   });
 
   it('refuses a batch whose 5th entry exceeds the budget with 429 naming the entry, and creates nothing', async () => {
-    const parent = await cluster.root('over budget', { goal: 'over', resource_budget: { children: 10, steps: 40 } });
+    const parent = await cluster.root('over budget', {
+      goal: 'over',
+      resource_budget: { children: 10, steps: 40 },
+    });
     const before = await parent.client.getProcess();
     const refused = await parent.client
       .spawnChildren({
@@ -113,7 +120,9 @@ describe('a workflow fan-out on the cluster', () => {
         : undefined;
     });
     expect(waiting.status).toBe('waiting_event');
-    const children = (await root.client.listChildren()).children.sort((a, b) => pidNumber(a.pid) - pidNumber(b.pid));
+    const children = (await root.client.listChildren()).children.sort(
+      (a, b) => pidNumber(a.pid) - pidNumber(b.pid),
+    );
     expect(children).toHaveLength(12);
     expect(waiting.wait_state).toMatchObject({ mode: 'any', child_pids: children.map((c) => c.pid) });
     // One script created them all: the same creation time, consecutive numbers, goals in item order.

@@ -171,6 +171,34 @@ describe('the libos MCP server', () => {
     }
   });
 
+  it('spawns a batch with spawn_children and re-asks wait_children across windows until one ends', async () => {
+    const { client, close } = await connect();
+    try {
+      const spawned = await call(client, 'spawn_children', {
+        children: [
+          { goal: 'first', image: 'idle', input: { n: 1 } },
+          { goal: 'second', image: 'idle', input: { n: 2 } },
+          { goal: 'third', image: 'idle', input: { n: 3 } },
+        ],
+      });
+      const pids = (spawned.children as { pid: string; status: string }[]).map((c) => c.pid);
+      expect(pids).toHaveLength(3);
+      const waiting = call(client, 'wait_children', { child_pids: pids });
+      await new Promise((resolve) => setTimeout(resolve, 800)); // more than two 300 ms windows
+      await call(client, 'signal_child_process', { child_pid: pids[1], signal: 'cancel' });
+      expect(await waiting).toMatchObject({ ready: true, mode: 'any', ended_pids: [pids[1]] });
+      const refused = await refusal(client, 'spawn_children', {
+        children: [
+          { goal: 'fine', image: 'idle' },
+          { goal: 'bad', image: 'no-such-image' },
+        ],
+      });
+      expect(refused).toMatchObject({ code: 'not_found', details: { reason: 'unknown_image', index: 1 } });
+    } finally {
+      await close();
+    }
+  });
+
   it('aborts a blocking wait when the client cancels the call', async () => {
     const { client, close } = await connect();
     try {

@@ -156,7 +156,10 @@ class BatchSpawner {
  * those still wanted, answering each call as its child ends. One child alone is a plain wait.
  */
 class BatchWaiter {
-  readonly #waiting = new Map<string, { resolve: (done: WaitAnswer) => void; reject: (e: unknown) => void }>();
+  readonly #waiting = new Map<
+    string,
+    { resolve: (done: WaitAnswer) => void; reject: (e: unknown) => void }
+  >();
   readonly #ended = new Map<string, WaitAnswer>();
   readonly #abandoned = new Set<string>();
   readonly #stop = new AbortController();
