@@ -107,7 +107,10 @@ describe('a workflow fan-out on the cluster', () => {
       goal: 'fan out',
       resource_budget: { children: 12, steps: 200 },
     });
-    const wf = new Workflow({ runner: clusterRunner({ client: root.client }), maxConcurrent: 12 });
+    const wf = new Workflow({
+      runner: clusterRunner({ client: root.client, budget: () => ({ steps: 5, children: 0 }) }),
+      maxConcurrent: 12,
+    });
     const items = Array.from({ length: 12 }, (_, n) => n);
     const running = fanOut(items, (n) =>
       wf.agentCall({ kind: 'gated-square', input: { n }, label: `square ${n}` }),
