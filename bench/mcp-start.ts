@@ -100,7 +100,21 @@ for (const row of rows) {
     `${row.variant.padEnd(12)} ${ms(i.min)} ${ms(i.median)} ${ms(i.p90)}               ${ms(t.min)} ${ms(t.median)} ${ms(t.p90)}`,
   );
 }
+// The target (issue 13): `libos mcp` answers `initialize` in under 300 ms on this machine. A
+// loaded host slows every variant alike, so the floor (bare node, same rounds) and the ratio to it
+// are printed beside the figure.
+const TARGET_MS = 300;
+const floor = rows.find((row) => row.variant === 'node')?.initialize.median ?? Number.NaN;
+const lean = rows.find((row) => row.variant === 'libos mcp')?.initialize.median ?? Number.NaN;
+console.log(
+  `libos mcp initialize: median ${lean.toFixed(0)} ms (target < ${TARGET_MS} ms: ${lean < TARGET_MS ? 'met' : 'missed'}); ` +
+    `bare node ${floor.toFixed(0)} ms in the same rounds, ratio ${(lean / floor).toFixed(2)}; ` +
+    `over the floor ${(lean - floor).toFixed(0)} ms`,
+);
 const out = join(dirname(fileURLToPath(import.meta.url)), 'results', 'mcp-start.json');
 await mkdir(dirname(out), { recursive: true });
-await writeFile(out, `${JSON.stringify({ rounds: ROUNDS, load: [loadBefore, loadAfter], rows }, null, 2)}\n`);
+await writeFile(
+  out,
+  `${JSON.stringify({ rounds: ROUNDS, load: [loadBefore, loadAfter], target_ms: TARGET_MS, floor_ms: floor, lean_ms: lean, rows }, null, 2)}\n`,
+);
 console.log(`wrote ${out}`);

@@ -6,7 +6,7 @@ import { RESULT_FILE_PLACEHOLDER } from '@libos/contract';
 const root = (relative: string) => fileURLToPath(new URL(`../${relative}`, import.meta.url));
 const fromSource = import.meta.url.endsWith('.ts');
 
-export const TS_CHILDREN = ['echo', 'sleep', 'usage', 'demo-worker', 'delegate'] as const;
+export const TS_CHILDREN = ['echo', 'sleep', 'usage', 'demo-worker', 'delegate', 'hosted-workflow'] as const;
 export type TsChild = (typeof TS_CHILDREN)[number];
 
 export const SH_CHILDREN = [

@@ -20,6 +20,15 @@ import { Cluster } from '../src/index.js';
 
 const LIBOS_BIN = fileURLToPath(new URL('../../apps/cli/bin/libos.js', import.meta.url));
 
+// examples/images/*.json as `libos images put` stores them (`libos` resolved to this checkout),
+// with the CLIs this repository pins.
+const shim = (dialect: string, ...extra: string[]) => ({
+  command: process.execPath,
+  args: [LIBOS_BIN, 'shim', dialect, '--result-file', '{result_file}', ...extra],
+  kind: 'explore',
+  deadline_ms: 90_000,
+});
+
 let cluster: Cluster;
 let model: ModelServer;
 const turns = [delegatingModel({ image: 'echo', inputs: [{ query: 'ping from the agent' }] })];
@@ -33,14 +42,6 @@ beforeAll(async () => {
     workerEnv: { ...claudeOfflineEnv(model.url), ...codexOfflineEnv() },
   });
   await cluster.admin.putImage('echo', { ...tsChildLaunch('echo'), deadline_ms: 30_000 });
-  // examples/images/*.json as `libos images put` stores them (`libos` resolved to this checkout),
-  // with the CLIs this repository pins.
-  const shim = (dialect: string, ...extra: string[]) => ({
-    command: process.execPath,
-    args: [LIBOS_BIN, 'shim', dialect, '--result-file', '{result_file}', ...extra],
-    kind: 'explore',
-    deadline_ms: 90_000,
-  });
   await cluster.admin.putImage('claude', shim('claude', '--command', claudeBin()));
   await cluster.admin.putImage(
     'codex',
@@ -82,4 +83,41 @@ describe.each(['claude', 'codex'])('a real %s child', (image) => {
     const grandchildren = processes.filter((p) => p.parent_pid === child.pid);
     expect(grandchildren.map((p) => [p.image, p.status])).toEqual([['echo', 'exited']]);
   });
+});
+
+it('a real codex child without process:spawn is offered the libos tools its grants allow, no spawn tools', async () => {
+  const offered: string[][] = [];
+  const bound = await startModelServer({
+    turns: [
+      {
+        reply: (request) => {
+          offered.push(request.tools);
+          return { type: 'text', text: 'Nothing to delegate.' };
+        },
+      },
+    ],
+  });
+  try {
+    await cluster.admin.putImage(
+      'codex-bound',
+      shim('codex', '--command', codexBin(), '--', ...codexOfflineArgs(bound.url)),
+    );
+    const root = await cluster.root('drive a codex that may not spawn');
+    // No inherit_capabilities: the child holds no process:spawn.
+    const child = await root.client.spawn({
+      goal: 'answer alone',
+      image: 'codex-bound',
+      input: { query: 'hi' },
+    });
+    const done = await root.client.wait({ child_pid: child.pid });
+    expect(done.status, JSON.stringify(done.outcome)).toBe('exited');
+    const tools = offered[0] ?? [];
+    expect(tools.some((name) => name.includes('get_process'))).toBe(true);
+    expect(tools.some((name) => name.includes('process_exit'))).toBe(true);
+    expect(
+      tools.filter((name) => /spawn_child_process|fork_child_process|wait_child_process/.test(name)),
+    ).toEqual([]);
+  } finally {
+    await bound.close();
+  }
 });

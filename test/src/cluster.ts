@@ -4,7 +4,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminClient, ProcessClient } from '@libos/sdk';
-import { freePort, startRedis, type TestRedis } from '@libos/testkit';
+import {
+  freePort,
+  type SentinelGroup,
+  type StartSentinelOptions,
+  startRedis,
+  startSentinelGroup,
+  type TestRedis,
+} from '@libos/testkit';
 import { Redis } from 'ioredis';
 import { describeProcess, isSourceTooling, killAll, processesMarked } from './os-processes.js';
 import { eventually, sleep } from './poll.js';
@@ -98,6 +105,11 @@ export interface ClusterOptions {
   workerEnv?: Record<string, string>;
   /** Keep what each worker writes to its stdout and stderr (`workerOutput(i)`) instead of passing it on. */
   captureWorkerOutput?: boolean;
+  /**
+   * Redis as a Sentinel group (a primary, replicas, sentinels on loopback) instead of one server:
+   * every part is given LIBOS_REDIS_SENTINELS and LIBOS_REDIS_SENTINEL_MASTER (`cluster.sentinel`).
+   */
+  sentinel?: StartSentinelOptions;
 }
 
 /** A real cluster: redis-server (AOF), one coordinator and N workers, each its own OS process. */
@@ -131,13 +143,15 @@ export class Cluster {
    * given 25 s, so a slow start fails inside the suite's 60 s hook timeout and is cleaned up.
    */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
-    const redis = await startRedis({
-      own: true,
-      aof: true,
-      fsync: options.fsync ?? 'always',
-      unixSocket: options.unixSocket ?? false,
-      ...(options.redisPassword === undefined ? {} : { password: options.redisPassword }),
-    });
+    const redis = options.sentinel
+      ? await startSentinelGroup(options.sentinel)
+      : await startRedis({
+          own: true,
+          aof: true,
+          fsync: options.fsync ?? 'always',
+          unixSocket: options.unixSocket ?? false,
+          ...(options.redisPassword === undefined ? {} : { password: options.redisPassword }),
+        });
     if (options.redisPassword !== undefined && redis.dir) {
       writeFileSync(join(redis.dir, 'password'), options.redisPassword, { mode: 0o600 });
     }
@@ -153,13 +167,19 @@ export class Cluster {
     return cluster;
   }
 
+  /** With the `sentinel` option: the group (its primary can be killed and revived). */
+  get sentinel(): SentinelGroup | undefined {
+    return this.options.sentinel ? (this.redis as SentinelGroup) : undefined;
+  }
+
   private get baseEnv(): Record<string, string> {
     const password: Record<string, string> =
       this.options.redisPassword !== undefined && this.redis.dir
         ? { LIBOS_REDIS_PASSWORD_FILE: join(this.redis.dir, 'password') }
         : {};
+    const where = this.sentinel ? this.sentinel.env : { LIBOS_REDIS_URL: this.redis.url };
     return {
-      LIBOS_REDIS_URL: this.redis.url,
+      ...where,
       LIBOS_URL: this.url,
       [CLUSTER_MARKER]: this.marker,
       ...password,

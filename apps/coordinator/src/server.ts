@@ -157,6 +157,11 @@ export async function buildServer(
   const showPool = (pool: string) => board?.show(launcher.queue(pool));
   const kernel = new Kernel({
     redis,
+    // LIBOS_REDIS_MIN_REPLICAS: each state change is answered once that many replicas hold it.
+    replication: {
+      replicas: config.LIBOS_REDIS_MIN_REPLICAS,
+      timeoutMs: config.LIBOS_REDIS_REPLICA_TIMEOUT_MS,
+    },
     limits: {
       pollMs: config.LIBOS_LONG_POLL_MS,
       retentionMs: config.LIBOS_RETENTION_MS,

@@ -1,5 +1,6 @@
 import { createRedis, describeRedisError, redisSettingsFromEnv } from '@libos/redis';
 import { type Logger, pino } from 'pino';
+import type { Redis } from 'ioredis';
 import type { CoordinatorConfig } from './config.js';
 import { Reaper } from './reaper.js';
 import { buildServer, type ServerParts } from './server.js';
@@ -102,7 +103,8 @@ export async function startCoordinator(
   reaper.start();
   await parts.memoryGuard.start();
   parts.sweeper.start();
-  logger.info({ url }, 'coordinator listening');
+  logger.info({ url, redis: redisSettings.display }, 'coordinator listening');
+  void warnIfTooFewReplicas(redis, redisSettings.replication.replicas, logger);
   let closing: Promise<void> | undefined;
   return {
     ...parts,
@@ -124,4 +126,25 @@ export async function startCoordinator(
       return closing;
     },
   };
+}
+
+/**
+ * LIBOS_REDIS_MIN_REPLICAS asks for more replicas than the primary has (a single Redis, or
+ * replicas not connected yet): every state change would be refused (503 replication) after the
+ * timeout. Said once at start, where the operator looks, rather than only in each refusal.
+ */
+async function warnIfTooFewReplicas(redis: Redis, required: number, logger: Logger): Promise<void> {
+  if (required === 0) return;
+  try {
+    const info = await redis.info('replication');
+    const connected = Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? '0');
+    if (connected < required) {
+      logger.warn(
+        { required, connected },
+        'LIBOS_REDIS_MIN_REPLICAS asks for more replicas than the Redis primary has: state changes are refused (503 unavailable/replication) until enough replicas connect',
+      );
+    }
+  } catch {
+    // Redis unreachable at start: the outage log says so
+  }
 }

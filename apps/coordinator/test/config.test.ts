@@ -68,6 +68,41 @@ describe('startCoordinator', () => {
     }
   });
 
+  it('says at start when LIBOS_REDIS_MIN_REPLICAS asks for replicas Redis does not have, and creating a root gets 503 replication', async () => {
+    const config = loadCoordinatorConfig({
+      LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token'),
+      LIBOS_REDIS_URL: redis.url,
+      LIBOS_REDIS_PASSWORD_FILE: join(dir, 'redis-password'),
+      LIBOS_REDIS_MIN_REPLICAS: '1',
+      LIBOS_REDIS_REPLICA_TIMEOUT_MS: '200',
+      LIBOS_PORT: '0',
+    });
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { level: 'warn' },
+      { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
+    );
+    const coordinator = await startCoordinator(config, { logger });
+    try {
+      const warned = () =>
+        lines.find((line) => /LIBOS_REDIS_MIN_REPLICAS asks for more replicas/.test(String(line.msg)));
+      for (let i = 0; i < 100 && !warned(); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(warned()).toMatchObject({ required: 1, connected: 0 });
+      const admin = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' };
+      const root = await fetch(`${coordinator.url}/v1/admin/processes`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({ goal: 'no replica' }),
+      });
+      expect(root.status).toBe(503);
+      expect(await root.json()).toMatchObject({
+        error: { code: 'unavailable', details: { reason: 'replication' } },
+      });
+    } finally {
+      await coordinator.close();
+    }
+  });
+
   it('fails to start on a missing password file, naming the variable', async () => {
     const config = loadCoordinatorConfig({
       LIBOS_ADMIN_TOKEN: TOKEN,

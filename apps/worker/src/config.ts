@@ -39,6 +39,11 @@ export const workerEnvSchema = z.object({
   LIBOS_CHILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1_073_741_824).default(1_048_576),
   /** A longer line of a child's output is cut there (and says so). */
   LIBOS_CHILD_LOG_LINE_BYTES: z.coerce.number().int().min(80).max(1_048_576).default(16_384),
+  /**
+   * A launched child's `WORKFLOW_HOST` reserves this many agent launches when its `children` budget
+   * is unlimited (otherwise its remaining `children`, at most this).
+   */
+  LIBOS_HOSTED_CALLS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** `/metrics` and `/healthz` on this port (for probes and scrapes); none when unset. */
   LIBOS_WORKER_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   LIBOS_WORKER_HOST: z.string().min(1).default('127.0.0.1'),
@@ -59,6 +64,8 @@ export interface WorkerConfig {
   isolation: IsolationConfig;
   /** Children's output: the per-attempt bound and the line bound, in bytes. */
   childLog: { maxBytes: number; lineBytes: number };
+  /** The most agent launches a child's `WORKFLOW_HOST` reserves (`LIBOS_HOSTED_CALLS`). */
+  hostedCalls: number;
   /** Where `/metrics` and `/healthz` listen, when at all. */
   ops?: { host: string; port: number } | undefined;
 }
@@ -90,6 +97,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     logLevel: e.LIBOS_LOG_LEVEL,
     isolation: isolationConfig(e),
     childLog: { maxBytes: e.LIBOS_CHILD_LOG_BYTES, lineBytes: e.LIBOS_CHILD_LOG_LINE_BYTES },
+    hostedCalls: e.LIBOS_HOSTED_CALLS,
     ops:
       e.LIBOS_WORKER_PORT === undefined
         ? undefined

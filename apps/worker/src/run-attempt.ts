@@ -9,7 +9,7 @@ import {
 } from '@libos/protocol';
 import { monotonicMs, SANDBOX_ENV, type Spawner } from '@libos/sandbox';
 import type { Logger } from 'pino';
-import { childEnvironment } from './child-env.js';
+import { childEnvironment, hostedHandoff } from './child-env.js';
 import { AttemptLog, type ChildLogSettings } from './child-log.js';
 import { ChildSignals } from './child-signals.js';
 import { confineRequest } from './isolation.js';
@@ -50,6 +50,8 @@ export interface AttemptContext {
   maxResultBytes: number;
   /** Children's output goes to the kernel's log store within these bounds, never to our own log. */
   childLog: ChildLogSettings;
+  /** The most agent launches a child's `WORKFLOW_HOST` reserves (see `hostedHandoff`). */
+  hostedCalls: number;
 }
 
 /**
@@ -202,6 +204,7 @@ async function runChild(
         ctx.inheritedEnv,
         confined ? { ...SANDBOX_ENV, ...claimed.image_spec.env } : claimed.image_spec.env,
         { url: ctx.url, pid: claimed.pid, token },
+        hostedHandoff(claimed, plan.launch.deadlineMs, ctx.hostedCalls),
       ),
       maxResultBytes: ctx.maxResultBytes,
       confine: confined ? confineRequest(claimed) : undefined,

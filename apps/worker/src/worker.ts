@@ -76,6 +76,9 @@ export async function startWorker(
   metrics = createWorkerMetrics(spawner.report, () => running.size);
   const kernel = new Kernel({
     redis: commands,
+    // Claims, renewals and completions too are confirmed by LIBOS_REDIS_MIN_REPLICAS replicas: a
+    // claim lost in a failover would let a second worker run the same attempt.
+    replication: config.redis.replication,
     onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
   });
   const context: AttemptContext = {
@@ -89,6 +92,7 @@ export async function startWorker(
     spawner,
     maxResultBytes: config.isolation.maxResultBytes,
     childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
+    hostedCalls: config.hostedCalls,
   };
 
   const processJob = async (job: Job<LaunchJob, Summary>): Promise<Summary> => {

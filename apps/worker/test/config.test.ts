@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import type { BudgetView, ClaimedLaunch } from '@libos/protocol';
 import { redisSettingsFromEnv } from '@libos/redis';
 import { describe, expect, it } from 'vitest';
+import { hostedContext } from '@libos/sdk';
+import { hostedChildEntry } from '@libos/sdk/handoff';
+import { hostedHandoff } from '../src/child-env.js';
 import { childEnvironment, inheritedEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
 
 describe('loadWorkerConfig', () => {
@@ -32,7 +35,12 @@ describe('loadWorkerConfig', () => {
         maxResultBytes: 16 * 1024 * 1024,
       },
       childLog: { maxBytes: 1_048_576, lineBytes: 16_384 },
+      hostedCalls: 1000,
     });
+    expect(loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_HOSTED_CALLS: '5' }).hostedCalls).toBe(5);
+    expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_HOSTED_CALLS: '0' })).toThrow(
+      'LIBOS_HOSTED_CALLS',
+    );
   });
 
   it('reads the child log bounds, and refuses a bound too small to hold a line', () => {
@@ -120,7 +128,10 @@ describe('loadWorkerConfig: Redis', () => {
         LIBOS_REDIS_URL: '/run/redis/redis.sock',
         LIBOS_REDIS_PASSWORD_FILE: join(dir, 'redis-password'),
       });
-      expect(config.redis.endpoint).toEqual({ kind: 'socket', path: '/run/redis/redis.sock' });
+      expect(config.redis).toMatchObject({
+        topology: 'standalone',
+        endpoint: { kind: 'socket', path: '/run/redis/redis.sock' },
+      });
       expect(config.redis.password?.reveal()).toBe('from-file');
       expect(JSON.stringify(config)).not.toContain('from-file');
       expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_REDIS_URL: 'localhost:6379' })).toThrow(
@@ -262,5 +273,47 @@ describe('planLaunch', () => {
       kind: 'exhausted',
       completion: { terminal: { type: 'timed_out' } },
     });
+  });
+});
+
+describe('hostedHandoff (the WORKFLOW_HOST a child gets)', () => {
+  const dim = (remaining: number | null) => ({ limit: remaining, used: 0, reserved: 0, remaining });
+  const claimed = (children: number | null) => ({
+    pid: 'pabc.2',
+    attempt_id: 'pabc.2:3',
+    resource_budget: { children: dim(children) } as unknown as BudgetView,
+  });
+
+  it('is a version 2 handoff the SDK reads: the bridge, ids unique to the attempt, the block, the deadline', () => {
+    const text = hostedHandoff(claimed(7), 90_000, 1000);
+    expect(JSON.parse(text)).toEqual({
+      v: 2,
+      transport: 'result_file',
+      exe: process.execPath,
+      child_args: [hostedChildEntry(), '--result-file', '{result_file}'],
+      child_id: 'pabc.2:3-sr-{n}',
+      ids: [1, 7],
+      deadline_ms: 90_000,
+      libos: { pid: 'pabc.2', attempt_id: 'pabc.2:3' },
+    });
+    const ctx = hostedContext({ WORKFLOW_HOST: text });
+    expect(ctx?.childCapacity()).toBe(7);
+    expect(ctx?.deadlineMs()).toBe(90_000);
+    expect(ctx?.extension('libos')).toEqual({ pid: 'pabc.2', attempt_id: 'pabc.2:3' });
+  });
+
+  it('the block: the remaining children budget, at most LIBOS_HOSTED_CALLS (that when unlimited), at least 1', () => {
+    const ids = (children: number | null) => JSON.parse(hostedHandoff(claimed(children), 1, 50)).ids;
+    expect(ids(null)).toEqual([1, 50]);
+    expect(ids(500)).toEqual([1, 50]);
+    expect(ids(3)).toEqual([1, 3]);
+    expect(ids(0)).toEqual([1, 1]);
+  });
+
+  it('goes below the image env (which may blank it to opt out) and the identity', () => {
+    const identity = { url: 'http://c:1', pid: 'pabc', token: 't' };
+    expect(childEnvironment({}, undefined, identity, 'H').WORKFLOW_HOST).toBe('H');
+    expect(childEnvironment({}, { WORKFLOW_HOST: '' }, identity, 'H').WORKFLOW_HOST).toBe('');
+    expect(hostedContext(childEnvironment({}, { WORKFLOW_HOST: '' }, identity, 'H'))).toBeUndefined();
   });
 });

@@ -1,8 +1,8 @@
 // A real Claude Code, as a libos process on `libos up`, delegating to two libos children through
-// the libos MCP server; then the tree. Offline: its model is the scripted one on loopback
-// (`delegatingModel`), so no API key is needed. Needs `npm run build`.
-//   node --import tsx libs/agent-clis/demo/claude-delegates.ts
-// With a real key, the same by hand: see the root README, "Agent CLIs".
+// the libos MCP server; then the tree. Offline by default: its model is the scripted one on
+// loopback (`delegatingModel`), so no API key is needed. With ANTHROPIC_API_KEY (and optionally
+// ANTHROPIC_BASE_URL) set, the real model is asked instead. Needs `npm run build`.
+//   npm run demo:claude   (node --import tsx libs/agent-clis/demo/claude-delegates.ts)
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -25,11 +25,22 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const model = await startModelServer({
-  turns: [
-    delegatingModel({ image: 'echo', inputs: [{ query: 'first question' }, { query: 'second question' }] }),
-  ],
-});
+const real = (process.env.ANTHROPIC_API_KEY ?? '') !== '';
+const model = real
+  ? undefined
+  : await startModelServer({
+      turns: [
+        delegatingModel({
+          image: 'echo',
+          inputs: [{ query: 'first question' }, { query: 'second question' }],
+        }),
+      ],
+    });
+process.stderr.write(
+  model === undefined
+    ? `model: the real one (${process.env.ANTHROPIC_BASE_URL ?? 'api.anthropic.com'})\n`
+    : `model: scripted, on ${model.url} (set ANTHROPIC_API_KEY for the real one)\n`,
+);
 const dir = await mkdtemp(join(tmpdir(), 'libos-agents-demo-'));
 // Asynchronously: the scripted model answers from this very process.
 const libos = async (...args: string[]) =>
@@ -39,7 +50,10 @@ const libos = async (...args: string[]) =>
 const up: ChildProcess = spawn(
   process.execPath,
   [LIBOS, '--dir', dir, 'up', '--workers', '1', '--port', String(await freePort())],
-  { env: { ...process.env, ...claudeOfflineEnv(model.url), LIBOS_LOG_LEVEL: 'warn' }, stdio: 'ignore' },
+  {
+    env: { ...process.env, ...(model && claudeOfflineEnv(model.url)), LIBOS_LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  },
 );
 try {
   for (let i = 0; !existsSync(join(dir, 'cluster.json')); i++) {
@@ -62,7 +76,10 @@ try {
       '--goal',
       'ask two children',
       '--input',
-      '{"query":"Ask two libos children of image echo, wait for both, and report their answers."}',
+      JSON.stringify({
+        query:
+          'Use the libos tools: spawn two libos child processes of image "echo" (inputs "first question" and "second question"), wait for both, read their results (read_object on each result_oid) and report them.',
+      }),
       '--budget',
       '{"children":2}',
     ),
@@ -71,6 +88,6 @@ try {
 } finally {
   up.kill('SIGINT');
   await new Promise((resolve) => up.once('exit', resolve));
-  await model.close();
+  await model?.close();
   await rm(dir, { recursive: true, force: true });
 }

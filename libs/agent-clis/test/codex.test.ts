@@ -101,4 +101,16 @@ describe('the real Codex through the shim', () => {
     });
     expect(result).toMatchObject({ status: 'max_steps_exhausted', steps: 3 });
   });
+
+  it('an MCP server that fails to start: failed (the server is required), the reason names it', async () => {
+    // The libos server is wired in (the three variables are set) but cannot act: a malformed pid.
+    const { result } = await runRealShim('codex', {
+      turns: [{ reply: { type: 'text', text: 'No tools today.' }, repeat: true }],
+      env: { LIBOS_URL: 'http://127.0.0.1:9', LIBOS_PID: 'not-a-pid', LIBOS_TOKEN: 't' },
+    });
+    expect(result).toMatchObject({ status: 'failed', steps: 0 });
+    expect(result?.reason).toMatch(
+      /^codex: MCP server failed to start: libos: handshaking with MCP server failed/,
+    );
+  });
 });

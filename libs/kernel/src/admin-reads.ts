@@ -216,20 +216,35 @@ export class AdminReads {
     };
   }
 
-  /** A tree's pids, newest (highest number) first, the root last. */
+  /**
+   * A tree's pids, newest (highest number) first, the root last. The numbers a jump skipped (the
+   * tree's `pj` gaps, see `next_number` in lib.lua) were never handed out and are stepped over.
+   */
   private treeSource(root: string): CandidateSource {
     let top: number | undefined;
+    let gaps: [number, number][] = [];
     return async (after, count) => {
       if (after !== undefined && (!pidSchema.safeParse(after).success || rootOf(after) !== root))
         throw badCursor(after);
       if (after === root) return { items: [], exhausted: true };
-      top ??= Number((await redisCall(this.core.redis.hget(this.core.keys.seq(root), 'p'))) ?? '0');
-      let n = after === undefined ? top : suffixOf(after) - 1;
+      if (top === undefined) {
+        const [p, pj] = await redisCall(this.core.redis.hmget(this.core.keys.seq(root), 'p', 'pj'));
+        top = Number(p ?? '0');
+        gaps = (pj ?? '')
+          .split(',')
+          .filter((gap) => gap !== '')
+          .map((gap) => gap.split(':').map(Number) as [number, number]);
+      }
+      const skip = (n: number) => {
+        for (const [from, to] of gaps) if (n > from && n <= to) return from;
+        return n;
+      };
+      let n = skip(after === undefined ? top : suffixOf(after) - 1);
       const items: Candidate[] = [];
       while (items.length < count && n >= 1) {
         const pid = `${root}.${n}`;
         items.push({ pid, cursor: pid });
-        n -= 1;
+        n = skip(n - 1);
       }
       if (items.length < count && n < 1) {
         items.push({ pid: root, cursor: root });

@@ -14,6 +14,7 @@ import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
 import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
+import type { ReplicationOptions } from './replica-wait.js';
 import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 
@@ -112,6 +113,11 @@ export interface KernelOptions {
   onLaunches?: (launches: Launch[]) => void | Promise<void>;
   /** Background failures (index batches). */
   onError?: (error: unknown) => void;
+  /**
+   * Replicas that must confirm (`WAIT`) each state change before it is answered (from
+   * LIBOS_REDIS_MIN_REPLICAS / LIBOS_REDIS_REPLICA_TIMEOUT_MS); unset or 0: no WAIT.
+   */
+  replication?: ReplicationOptions;
 }
 
 /** Who makes a call. Every tool call names its caller and is checked against it. */
@@ -153,7 +159,7 @@ export class KernelCore {
     private readonly options: KernelOptions,
   ) {
     this.keys = new Keys(options.keyPrefix ?? 'libos:');
-    this.scripts = new Scripts(redis);
+    this.scripts = new Scripts(redis, options.replication);
     this.limits = { ...DEFAULT_LIMITS, ...options.limits };
     this.index = new IndexWriter(
       this.scripts,

@@ -78,6 +78,22 @@ export function fromRedisError(error: unknown): KernelError {
       { reason: 'redis_memory' },
     );
   }
+  // A primary with fewer good replicas than its min-replicas-to-write refuses a script's first
+  // write (nothing written); a demoted primary answers READONLY (the client reconnects to the one
+  // the sentinels name).
+  if (/^NOREPLICAS\b/.test(message)) {
+    return new KernelError(
+      'unavailable',
+      'the Redis primary has fewer replicas than its min-replicas-to-write: nothing was written; retry',
+      { reason: 'replication' },
+    );
+  }
+  if (/^READONLY\b/.test(message)) {
+    return new KernelError(
+      'unavailable',
+      `redis is unavailable (a replica answered, not the primary): ${message}`,
+    );
+  }
   if (
     /ECONNREFUSED|ECONNRESET|Connection is closed|max retries|LOADING|ETIMEDOUT|EPIPE|Stream isn't writeable/i.test(
       message,

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { fromRedisError, KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
+import { ReplicaWait, type ReplicationOptions } from './replica-wait.js';
 
 /** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
 export const TREE_SCRIPTS = [
@@ -34,6 +35,20 @@ export const TREE_SCRIPTS = [
   'log_read',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
+
+/**
+ * Tree scripts that never write (no `touch`, no handle, no acknowledgement): their answers need no
+ * replica confirmation. Every other tree script is a state change and is confirmed (`WAIT`) when
+ * LIBOS_REDIS_MIN_REPLICAS is set; a refusal (an error reply) wrote nothing and is not.
+ */
+export const READ_ONLY_SCRIPTS: ReadonlySet<TreeScript> = new Set([
+  'auth',
+  'get',
+  'list',
+  'tree',
+  'mail_peek',
+  'log_read',
+]);
 
 type Invoke = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -119,8 +134,11 @@ function sources(): Map<string, string> {
 /** Loads the Lua scripts into an ioredis client with `defineCommand` and calls them. */
 export class Scripts {
   private readonly fns = new Map<string, Invoke>();
+  /** Replica confirmation of state changes; undefined when no replicas are asked for. */
+  readonly replicas: ReplicaWait | undefined;
 
-  constructor(redis: Redis) {
+  constructor(redis: Redis, replication?: ReplicationOptions) {
+    this.replicas = replication && replication.replicas > 0 ? new ReplicaWait(redis, replication) : undefined;
     const table = redis as unknown as Record<string, Invoke | undefined>;
     for (const [name, lua] of sources()) {
       const command = `libos_${name}`;
@@ -131,16 +149,22 @@ export class Scripts {
     }
   }
 
-  /** Run a tree script: KEYS[1] = the tree's counter hash, ARGV = [tree base, JSON args]. */
+  /**
+   * Run a tree script: KEYS[1] = the tree's counter hash, ARGV = [tree base, JSON args]. This is
+   * where every state change of every process passes (spawn, exit, send, claim, renew, complete…):
+   * with replicas asked for, a script that wrote is answered only once they confirmed it.
+   */
   async tree(name: TreeScript, seqKey: string, base: string, args: object): Promise<ScriptReply> {
     const fn = this.fns.get(name);
     if (!fn) throw new KernelError('internal', `no script ${name}`);
+    const replicas = READ_ONLY_SCRIPTS.has(name) ? undefined : this.replicas;
     let raw: unknown;
     try {
       raw = await fn(seqKey, base, JSON.stringify(args));
     } catch (error) {
       throw fromRedisError(error);
     }
+    if (replicas) await replicas.confirm(`the ${name} script's change`);
     if (!Array.isArray(raw) || typeof raw[0] !== 'string')
       throw new KernelError('internal', `script ${name}: bad reply`);
     const { idx, nd, gc, ...head } = headSchema.parse(JSON.parse(raw[0]));

@@ -49,14 +49,21 @@ export async function serveMcpFast(options: FastStartOptions = {}): Promise<void
   let answeredEarly: unknown;
   let pending = '';
   let early = true;
+  // Loading the server is seconds of synchronous module evaluation on a loaded host, during which
+  // no input is read: it starts once `initialize` has been answered (or any other message, or the
+  // end of input, has come first), so that answer waits for node's own start only.
+  let startLoading: () => void = () => {};
+  const loadNow = new Promise<void>((resolve) => {
+    startLoading = resolve;
+  });
   const forward = (line: string) => {
     if (early && answeredEarly === undefined) {
       const message = parse(line);
       if (message?.method === 'initialize' && message.id !== undefined) {
         answeredEarly = message.id;
         const result = initializeResult(message.params?.protocolVersion);
-        stdout.write(`${JSON.stringify({ result, jsonrpc: '2.0', id: message.id })}\n`);
-      }
+        stdout.write(`${JSON.stringify({ result, jsonrpc: '2.0', id: message.id })}\n`, () => startLoading());
+      } else if (line.trim() !== '') startLoading();
     }
     input.write(`${line}\n`);
   };
@@ -73,6 +80,7 @@ export async function serveMcpFast(options: FastStartOptions = {}): Promise<void
   stdin.once('end', () => {
     if (pending !== '') forward(pending);
     input.end();
+    startLoading();
   });
 
   // The server's answers, less its own answer to the `initialize` already answered.
@@ -102,6 +110,7 @@ export async function serveMcpFast(options: FastStartOptions = {}): Promise<void
       return (serveEnv: NodeJS.ProcessEnv, io: { stdin: Readable; stdout: Writable }) =>
         serveMcpStdio(serveEnv, io);
     });
+  await loadNow;
   const serve = await load();
   early = false;
   await serve(env, { stdin: input, stdout: output });

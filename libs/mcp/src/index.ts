@@ -1,6 +1,13 @@
+export { allowedTools, allowedToolsFromEnv } from './allowed.js';
 export { type FastStartOptions, serveMcpFast } from './fast-start.js';
 export { badEnvNames, initializeResult, PID_PATTERN_SOURCE, PROTOCOL_VERSIONS } from './info.js';
-export { createMcpServer, SERVER_INFO, type StdioOptions, serveMcpStdio } from './server.js';
+export {
+  createMcpServer,
+  type McpServerOptions,
+  SERVER_INFO,
+  type StdioOptions,
+  serveMcpStdio,
+} from './server.js';
 export {
   callTool,
   describeTools,

@@ -3,16 +3,41 @@ import { fromEnv, type ProcessClient } from '@libos/sdk';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { allowedTools } from './allowed.js';
 import { CAPABILITIES, SERVER_INFO } from './info.js';
 import { callTool, describeTools } from './tools.js';
 
 export { SERVER_INFO };
 
+export interface McpServerOptions {
+  /**
+   * `allowed` (default): list only the tools the process may use (`allowedTools`, asked once, at
+   * the first `tools/list`; if the coordinator cannot say, every tool); `all`: every libos tool.
+   * Either way the coordinator authorises each call.
+   */
+  tools?: 'allowed' | 'all';
+  /** Where a failed look-up is reported (default: stderr, which agent CLIs keep as the server's log). */
+  warn?: (message: string) => void;
+}
+
 /** An MCP server offering the libos tools, every call made as the process `client` acts for. */
-export function createMcpServer(client: ProcessClient): Server {
+export function createMcpServer(client: ProcessClient, options: McpServerOptions = {}): Server {
   const server = new Server(SERVER_INFO, { capabilities: CAPABILITIES });
-  const tools = describeTools();
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  const all = describeTools();
+  const warn = options.warn ?? ((message: string) => process.stderr.write(`libos mcp: ${message}\n`));
+  let listed: Promise<typeof all> | undefined;
+  const list = () => {
+    if (options.tools === 'all') return Promise.resolve(all);
+    listed ??= allowedTools(client).then(
+      (names) => all.filter((tool) => names.includes(tool.name)),
+      (error: unknown) => {
+        warn(`listing every tool: the process's grants could not be read (${String(error)})`);
+        return all;
+      },
+    );
+    return listed;
+  };
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await list() }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) =>
     callTool(client, request.params.name, request.params.arguments, extra.signal),
   );

@@ -84,6 +84,36 @@ describe('the lean entry', () => {
     expect(out.seen.map((message) => message.id)).toEqual([1, 2]); // the server's own initialize answer was dropped
   });
 
+  it('starts loading the server only once initialize is answered (or another message comes first)', async () => {
+    for (const first of [
+      initialize(1, '2025-06-18'),
+      `${JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'ping' })}\n`,
+    ]) {
+      const stdin = new PassThrough();
+      const stdout = new PassThrough();
+      const out = lines(stdout);
+      let loads = 0;
+      const served = serveMcpFast({
+        env: ENV,
+        stdin,
+        stdout,
+        load: async () => {
+          loads += 1;
+          return (env: NodeJS.ProcessEnv, io: { stdin: Readable; stdout: Writable }) =>
+            serveMcpStdio(env, io);
+        },
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(loads).toBe(0); // nothing runs before the client speaks: its first answer waits for nothing
+      stdin.write(first);
+      await out.next(1);
+      while (loads === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      stdin.end();
+      await served;
+      expect(loads).toBe(1);
+    }
+  });
+
   it('an unknown protocol version gets the newest, as from the SDK', async () => {
     const stdin = new PassThrough();
     const stdout = new PassThrough();

@@ -36,14 +36,17 @@ afterAll(async () => {
 });
 
 /** A caller-driven root, and an MCP client connected in memory to a server acting as it. */
-async function connect() {
-  const root = await admin.createProcess({ goal: 'mcp test root' });
+async function connect(capabilities?: Parameters<AdminClient['createProcess']>[0]['capabilities']) {
+  const root = await admin.createProcess({
+    goal: 'mcp test root',
+    ...(capabilities === undefined ? {} : { capabilities }),
+  });
   const server = createMcpServer(new ProcessClient({ url: coordinator.url, token: root.token ?? '' }));
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'mcp-test', version: '0.0.0' });
   await client.connect(clientSide);
-  return { pid: root.pid, client, close: () => client.close() };
+  return { pid: root.pid, token: root.token ?? '', client, close: () => client.close() };
 }
 
 /** The structured answer of a successful call (the client has checked it against the output schema). */
@@ -81,6 +84,54 @@ describe('the libos MCP server', () => {
       expect(tools.find((t) => t.name === 'signal_child_process')?.annotations?.destructiveHint).toBe(true);
     } finally {
       await close();
+    }
+  });
+
+  it('lists only the tools the process may use: no spawn or child tools without process:spawn', async () => {
+    const free = await connect(); // the default root grants: process:spawn (use) and image:* (read)
+    const bound = await connect([{ resource: 'image:*', rights: ['read'] }]);
+    const expiry = Date.now() + 3_000;
+    const expired = await connect([
+      { resource: 'process:*', rights: ['*'], expires_at: new Date(expiry).toISOString() },
+      { resource: 'image:idle', rights: ['read'] },
+    ]);
+    try {
+      expect((await free.client.listTools()).tools.map((t) => t.name)).toEqual(TOOL_NAMES);
+      const without = TOOL_NAMES.filter(
+        (name) =>
+          ![
+            'spawn_child_process',
+            'fork_child_process',
+            'list_child_processes',
+            'wait_child_process',
+            'signal_child_process',
+            'merge_child_memory',
+          ].includes(name),
+      );
+      expect((await bound.client.listTools()).tools.map((t) => t.name)).toEqual(without);
+      // What is not listed is what the kernel refuses (it still authorises every call).
+      expect(await refusal(bound.client, 'spawn_child_process', { goal: 'no', image: 'idle' })).toMatchObject(
+        {
+          code: 'permission_denied',
+          details: { reason: 'missing_capability' },
+        },
+      );
+      // A wildcard grant covers process:spawn; once it has expired, a process with a child keeps
+      // the child tools (there is a child to wait for), not the spawn tools.
+      await call(expired.client, 'spawn_child_process', { goal: 'before expiry', image: 'idle' });
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiry - Date.now() + 50)));
+      const late = createMcpServer(new ProcessClient({ url: coordinator.url, token: expired.token }));
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+      await late.connect(serverSide);
+      const client = new Client({ name: 'mcp-test', version: '0.0.0' });
+      await client.connect(clientSide);
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      await client.close();
+      expect(names).toContain('wait_child_process');
+      expect(names).not.toContain('spawn_child_process');
+      expect(names).not.toContain('fork_child_process');
+    } finally {
+      await Promise.all([free.close(), bound.close(), expired.close()]);
     }
   });
 

@@ -38,6 +38,8 @@ export const REASONS = [
   'mailbox_full',
   'payload',
   'redis_memory',
+  // a state change not confirmed by LIBOS_REDIS_MIN_REPLICAS replicas in time (it may still be kept)
+  'replication',
   // state
   'already_merged',
   'terminal',

@@ -11,4 +11,5 @@ export * from './operator.js';
 export * from './process.js';
 export * from './retention.js';
 export * from './tools.js';
+export * from './tool-authority.js';
 export * from './worker.js';

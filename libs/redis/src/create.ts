@@ -1,5 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisSettings } from './settings.js';
+import type { RedisSettings, SentinelRedisSettings, StandaloneRedisSettings } from './settings.js';
 
 /**
  * What a connection is for; each picks the ioredis options that use needs.
@@ -22,13 +22,24 @@ const PURPOSE_OPTIONS: Record<RedisPurpose, RedisOptions> = {
 };
 
 /** Fields the settings own: an override cannot point a part elsewhere or change its credentials. */
-type SettingsFields = 'host' | 'port' | 'path' | 'db' | 'username' | 'password' | 'sentinels' | 'name';
+type SettingsFields =
+  | 'host'
+  | 'port'
+  | 'path'
+  | 'db'
+  | 'username'
+  | 'password'
+  | 'sentinels'
+  | 'name'
+  | 'role'
+  | 'sentinelPassword'
+  | 'sentinelUsername';
 
 /** ioredis options a caller may add or change on top of its purpose's (e.g. `enableAutoPipelining`). */
 export type RedisOverrides = Omit<RedisOptions, SettingsFields>;
 
-/** The ioredis options that say where Redis is and who we are. */
-function connectionOptions(settings: RedisSettings, overrides: RedisOverrides): RedisOptions {
+/** The ioredis options that say where one server is and who we are. */
+function standaloneOptions(settings: StandaloneRedisSettings, overrides: RedisOverrides): RedisOptions {
   const { endpoint } = settings;
   const where: RedisOptions =
     endpoint.kind === 'socket'
@@ -47,16 +58,70 @@ function connectionOptions(settings: RedisSettings, overrides: RedisOverrides): 
 }
 
 /**
- * An ioredis client for `purpose`, reaching Redis as `settings` say (address, TLS, user,
- * password). Every connection of every part is made here, so a new topology (Cluster, Sentinel)
- * is added in this one place. `duplicate()` of the client keeps its credentials.
+ * A reply that says this connection reached a server that is no longer the primary: a demoted
+ * primary answers `READONLY` to a write. Nothing was written, so reconnecting (which asks the
+ * sentinels again) and resending is safe. (`NOREPLICAS`, from a primary short of its
+ * min-replicas-to-write, is the primary: the caller gets it as a refusal to retry.)
+ */
+export function wrongPrimary(error: Error): boolean {
+  return /^READONLY\b/.test(error.message);
+}
+
+/**
+ * The ioredis options for Sentinel: ask the sentinels for `master`, connect to it only if it says
+ * it is a primary (`role: 'master'`), listen to the sentinels' `+switch-master` to move at once
+ * (`failoverDetector`), and reconnect on a reply that says this server is no longer the primary.
+ */
+function sentinelOptions(settings: SentinelRedisSettings, purpose: RedisPurpose): RedisOptions {
+  return {
+    sentinels: settings.sentinels.map(({ host, port }) => ({ host, port })),
+    name: settings.master,
+    role: 'master',
+    failoverDetector: purpose !== 'probe',
+    ...(purpose === 'probe' ? { sentinelRetryStrategy: () => null } : {}),
+    reconnectOnError: (error: Error) => (wrongPrimary(error) ? 2 : false),
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password.reveal() }),
+    ...(settings.sentinelPassword === undefined
+      ? {}
+      : { sentinelPassword: settings.sentinelPassword.reveal() }),
+  };
+}
+
+/** A client of the primary that the sentinels name (see `sentinelOptions`). */
+export function createSentinel(
+  settings: SentinelRedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
+): Redis {
+  return new Redis({ ...PURPOSE_OPTIONS[purpose], ...overrides, ...sentinelOptions(settings, purpose) });
+}
+
+/** A client of one server. */
+export function createStandalone(
+  settings: StandaloneRedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
+): Redis {
+  return new Redis({ ...PURPOSE_OPTIONS[purpose], ...overrides, ...standaloneOptions(settings, overrides) });
+}
+
+/**
+ * An ioredis client for `purpose`, reaching Redis as `settings` say (topology, address, TLS,
+ * user, password). Every connection of every part is made here, so the parts never look at the
+ * topology. `duplicate()` of the client keeps its credentials and topology.
  */
 export function createRedis(
   settings: RedisSettings,
   purpose: RedisPurpose,
   overrides: RedisOverrides = {},
 ): Redis {
-  return new Redis({ ...PURPOSE_OPTIONS[purpose], ...overrides, ...connectionOptions(settings, overrides) });
+  switch (settings.topology) {
+    case 'sentinel':
+      return createSentinel(settings, purpose, overrides);
+    case 'standalone':
+      return createStandalone(settings, purpose, overrides);
+  }
 }
 
 /** What to do about an error Redis answered, for the message a person reads. */
@@ -73,7 +138,11 @@ function hint(settings: RedisSettings, message: string): string {
         : 'the password in LIBOS_REDIS_URL';
     return `${from}${settings.username ? ` (user ${settings.username})` : ''} is not accepted`;
   }
-  if (/ENOENT|EACCES/.test(message) && settings.endpoint.kind === 'socket') {
+  if (
+    /ENOENT|EACCES/.test(message) &&
+    settings.topology === 'standalone' &&
+    settings.endpoint.kind === 'socket'
+  ) {
     return 'the socket is not there or not ours to open';
   }
   return '';

@@ -16,13 +16,37 @@ function isRedisAddress(text: string): boolean {
  */
 export const redisEnvSchema = z.object({
   /** A `redis://` or `rediss://` URL (`[user[:password]@]host[:port][/db]`), or a unix socket path. */
-  LIBOS_REDIS_URL: z.string().trim().min(1).default(DEFAULT_REDIS_URL).refine(isRedisAddress, {
-    error: 'LIBOS_REDIS_URL must be a redis:// or rediss:// URL, or an absolute unix socket path',
-  }),
+  LIBOS_REDIS_URL: z
+    .string()
+    .trim()
+    .min(1)
+    .refine(isRedisAddress, {
+      error: 'LIBOS_REDIS_URL must be a redis:// or rediss:// URL, or an absolute unix socket path',
+    })
+    .optional(),
   /** A file whose content, trimmed, is the password; it wins over a password in the URL. */
   LIBOS_REDIS_PASSWORD_FILE: z.string().trim().min(1).optional(),
   /** An ACL user name (Redis 6+); it wins over a user name in the URL. */
   LIBOS_REDIS_USERNAME: z.string().trim().min(1).optional(),
+  /** Sentinel: `host:port,host:port,…` of the sentinels to ask for the primary (instead of LIBOS_REDIS_URL). */
+  LIBOS_REDIS_SENTINELS: z.string().trim().min(1).optional(),
+  /** Sentinel: the name the sentinels monitor the primary under (`sentinel monitor <name> …`). */
+  LIBOS_REDIS_SENTINEL_MASTER: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, {
+      error: 'LIBOS_REDIS_SENTINEL_MASTER must be a name of letters, digits, . _ -',
+    })
+    .optional(),
+  /** Sentinel: a file holding the sentinels' own password (`requirepass` in sentinel.conf), if they have one. */
+  LIBOS_REDIS_SENTINEL_PASSWORD_FILE: z.string().trim().min(1).optional(),
+  /**
+   * Replicas that must hold a state change before it is acknowledged (`WAIT N timeout` after each
+   * kernel script that writes). 0: acknowledged when the primary has it.
+   */
+  LIBOS_REDIS_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
+  /** How long a state change waits for LIBOS_REDIS_MIN_REPLICAS replicas before the caller gets 503. */
+  LIBOS_REDIS_REPLICA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(1_000),
 });
 export type RedisEnv = z.infer<typeof redisEnvSchema>;
 
@@ -35,7 +59,7 @@ export class RedisPassword {
 
   constructor(
     value: string,
-    /** Where it came from: the URL, or the file LIBOS_REDIS_PASSWORD_FILE named. */
+    /** Where it came from: the URL, or the file LIBOS_REDIS_PASSWORD_FILE (or …_SENTINEL_PASSWORD_FILE) named. */
     readonly source: { kind: 'url' } | { kind: 'file'; path: string },
   ) {
     this.#value = value;
@@ -63,7 +87,17 @@ export type RedisEndpoint =
   | { kind: 'tcp'; host: string; port: number; tls: boolean; db: number }
   | { kind: 'socket'; path: string };
 
-/** One Redis server (the only topology for now). */
+/**
+ * How many replicas must hold a state change before it is acknowledged (LIBOS_REDIS_MIN_REPLICAS),
+ * and how long to wait for them (LIBOS_REDIS_REPLICA_TIMEOUT_MS). The kernel WAITs after each
+ * script that writes; `replicas: 0` means no WAIT.
+ */
+export interface RedisReplication {
+  readonly replicas: number;
+  readonly timeoutMs: number;
+}
+
+/** One Redis server. */
 export interface StandaloneRedisSettings {
   readonly topology: 'standalone';
   readonly endpoint: RedisEndpoint;
@@ -71,14 +105,40 @@ export interface StandaloneRedisSettings {
   readonly password: RedisPassword | undefined;
   /** The address for logs and error messages: the URL without its password, or the socket path. */
   readonly display: string;
+  readonly replication: RedisReplication;
+}
+
+/** One sentinel's address. */
+export interface SentinelAddress {
+  readonly host: string;
+  readonly port: number;
 }
 
 /**
- * How to reach Redis. A union by `topology` so that Redis Cluster (LIBOS_REDIS_CLUSTER_NODES) and
- * Sentinel (LIBOS_REDIS_SENTINELS, LIBOS_REDIS_SENTINEL_MASTER) can be added here as members,
- * read by `redisSettings` and built by `createRedis`, without touching the parts.
+ * A primary and its replicas watched by Sentinel: the client asks the sentinels which server is
+ * the primary (`name`), checks that it is one, and asks again after a failover.
  */
-export type RedisSettings = StandaloneRedisSettings;
+export interface SentinelRedisSettings {
+  readonly topology: 'sentinel';
+  readonly sentinels: readonly SentinelAddress[];
+  /** The name the sentinels monitor the primary under. */
+  readonly master: string;
+  /** The data servers' user and password (LIBOS_REDIS_USERNAME, LIBOS_REDIS_PASSWORD_FILE). */
+  readonly username: string | undefined;
+  readonly password: RedisPassword | undefined;
+  /** The sentinels' own password (LIBOS_REDIS_SENTINEL_PASSWORD_FILE), if they have one. */
+  readonly sentinelPassword: RedisPassword | undefined;
+  /** `sentinel <name> via host:port,…`, for logs and error messages. */
+  readonly display: string;
+  readonly replication: RedisReplication;
+}
+
+/**
+ * How to reach Redis, a union by `topology`: one server (LIBOS_REDIS_URL) or Sentinel
+ * (LIBOS_REDIS_SENTINELS, LIBOS_REDIS_SENTINEL_MASTER). `redisSettings` picks the member,
+ * `createRedis` builds the client; the parts never look at the topology.
+ */
+export type RedisSettings = StandaloneRedisSettings | SentinelRedisSettings;
 
 /** A setting that cannot be used; the message names the variable and never quotes a secret. */
 export class RedisConfigError extends Error {
@@ -123,36 +183,100 @@ function endpointOf(address: string): { endpoint: RedisEndpoint; username?: stri
   };
 }
 
-function readPasswordFile(path: string): string {
+function readPasswordFile(path: string, variable = 'LIBOS_REDIS_PASSWORD_FILE'): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new RedisConfigError(`LIBOS_REDIS_PASSWORD_FILE: cannot read ${path} (${code})`);
+    throw new RedisConfigError(`${variable}: cannot read ${path} (${code})`);
   }
   const password = text.trim();
-  if (password === '') throw new RedisConfigError(`LIBOS_REDIS_PASSWORD_FILE: ${path} is empty`);
+  if (password === '') throw new RedisConfigError(`${variable}: ${path} is empty`);
   return password;
 }
 
-/** Settings from variables already checked by `redisEnvSchema`; reads the password file. */
-export function redisSettings(env: RedisEnv): RedisSettings {
-  const { endpoint, username, password } = endpointOf(env.LIBOS_REDIS_URL);
-  const file = env.LIBOS_REDIS_PASSWORD_FILE;
+function passwordFromFile(path: string | undefined, variable?: string): RedisPassword | undefined {
+  return path === undefined
+    ? undefined
+    : new RedisPassword(readPasswordFile(path, variable), { kind: 'file', path });
+}
+
+function replicationOf(env: RedisEnv): RedisReplication {
+  return { replicas: env.LIBOS_REDIS_MIN_REPLICAS, timeoutMs: env.LIBOS_REDIS_REPLICA_TIMEOUT_MS };
+}
+
+/** One server, from LIBOS_REDIS_URL (default `redis://127.0.0.1:6379`). */
+export function standaloneSettings(env: RedisEnv): StandaloneRedisSettings {
+  const url = env.LIBOS_REDIS_URL ?? DEFAULT_REDIS_URL;
+  const { endpoint, username, password } = endpointOf(url);
   const secret =
-    file !== undefined
-      ? new RedisPassword(readPasswordFile(file), { kind: 'file', path: file })
-      : password !== undefined
-        ? new RedisPassword(password, { kind: 'url' })
-        : undefined;
+    passwordFromFile(env.LIBOS_REDIS_PASSWORD_FILE) ??
+    (password !== undefined ? new RedisPassword(password, { kind: 'url' }) : undefined);
   return {
     topology: 'standalone',
     endpoint,
     username: env.LIBOS_REDIS_USERNAME ?? username,
     password: secret,
-    display: redactRedisUrl(env.LIBOS_REDIS_URL),
+    display: redactRedisUrl(url),
+    replication: replicationOf(env),
   };
+}
+
+/** `host:port` (a bracketed IPv6 host allowed); the port is required. */
+function sentinelAddress(text: string): SentinelAddress {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/.exec(text);
+  const port = Number(match?.[3]);
+  const host = match?.[1] ?? match?.[2];
+  if (!match || !host || port < 1 || port > 65535) {
+    throw new RedisConfigError(`LIBOS_REDIS_SENTINELS: '${text}' is not host:port`);
+  }
+  return { host, port };
+}
+
+/** Sentinel, from LIBOS_REDIS_SENTINELS and LIBOS_REDIS_SENTINEL_MASTER (both required). */
+export function sentinelSettings(env: RedisEnv): SentinelRedisSettings {
+  if (env.LIBOS_REDIS_URL !== undefined) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_URL and LIBOS_REDIS_SENTINELS are both set: with Sentinel the sentinels name the primary; unset LIBOS_REDIS_URL',
+    );
+  }
+  const master = env.LIBOS_REDIS_SENTINEL_MASTER;
+  if (master === undefined) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_SENTINELS is set but LIBOS_REDIS_SENTINEL_MASTER (the monitored name) is not',
+    );
+  }
+  const listed = (env.LIBOS_REDIS_SENTINELS ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+  if (listed.length === 0) throw new RedisConfigError('LIBOS_REDIS_SENTINELS lists no sentinel');
+  const sentinels = listed.map(sentinelAddress);
+  return {
+    topology: 'sentinel',
+    sentinels,
+    master,
+    username: env.LIBOS_REDIS_USERNAME,
+    password: passwordFromFile(env.LIBOS_REDIS_PASSWORD_FILE),
+    sentinelPassword: passwordFromFile(
+      env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE,
+      'LIBOS_REDIS_SENTINEL_PASSWORD_FILE',
+    ),
+    display: `sentinel ${master} via ${listed.join(',')}`,
+    replication: replicationOf(env),
+  };
+}
+
+/** Settings from variables already checked by `redisEnvSchema`; reads the password files. */
+export function redisSettings(env: RedisEnv): RedisSettings {
+  if (env.LIBOS_REDIS_SENTINELS !== undefined) return sentinelSettings(env);
+  if (env.LIBOS_REDIS_SENTINEL_MASTER !== undefined || env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE !== undefined) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_SENTINEL_MASTER is set but LIBOS_REDIS_SENTINELS (host:port,…) is not',
+    );
+  }
+  return standaloneSettings(env);
 }
 
 /**

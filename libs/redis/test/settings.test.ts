@@ -21,6 +21,7 @@ describe('redisSettingsFromEnv', () => {
       username: undefined,
       password: undefined,
       display: 'redis://127.0.0.1:6379',
+      replication: { replicas: 0, timeoutMs: 1000 },
     });
   });
 
@@ -28,7 +29,10 @@ describe('redisSettingsFromEnv', () => {
     const settings = redisSettingsFromEnv({
       LIBOS_REDIS_URL: 'rediss://app:p%40ss%2Fw0rd@redis.internal:6380/2',
     });
-    expect(settings.endpoint).toEqual({ kind: 'tcp', host: 'redis.internal', port: 6380, tls: true, db: 2 });
+    expect(settings).toMatchObject({
+      topology: 'standalone',
+      endpoint: { kind: 'tcp', host: 'redis.internal', port: 6380, tls: true, db: 2 },
+    });
     expect(settings.username).toBe('app');
     expect(settings.password?.reveal()).toBe('p@ss/w0rd');
     expect(settings.password?.source).toEqual({ kind: 'url' });
@@ -90,6 +94,84 @@ describe('redisSettingsFromEnv', () => {
     ]) {
       expect(refused(env)).not.toContain('hunter2');
     }
+  });
+});
+
+describe('redisSettingsFromEnv with Sentinel', () => {
+  const refused = (env: Record<string, string>) => {
+    try {
+      redisSettingsFromEnv(env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(RedisConfigError);
+      return (error as Error).message;
+    }
+    throw new Error('accepted');
+  };
+
+  it('reads the sentinels, the master name, both password files and the replica setting; prints no password', async () => {
+    const data = join(dir, 'data-password');
+    const sentinel = join(dir, 'sentinel-password');
+    await writeFile(data, 'data-secret\n', { mode: 0o600 });
+    await writeFile(sentinel, 'sentinel-secret\n', { mode: 0o600 });
+    const settings = redisSettingsFromEnv({
+      LIBOS_REDIS_SENTINELS: '10.0.0.1:26379, sentinel-b:26380,[::1]:26381',
+      LIBOS_REDIS_SENTINEL_MASTER: 'libos',
+      LIBOS_REDIS_PASSWORD_FILE: data,
+      LIBOS_REDIS_SENTINEL_PASSWORD_FILE: sentinel,
+      LIBOS_REDIS_USERNAME: 'app',
+      LIBOS_REDIS_MIN_REPLICAS: '1',
+      LIBOS_REDIS_REPLICA_TIMEOUT_MS: '500',
+    });
+    expect(settings).toMatchObject({
+      topology: 'sentinel',
+      master: 'libos',
+      sentinels: [
+        { host: '10.0.0.1', port: 26379 },
+        { host: 'sentinel-b', port: 26380 },
+        { host: '::1', port: 26381 },
+      ],
+      username: 'app',
+      replication: { replicas: 1, timeoutMs: 500 },
+    });
+    if (settings.topology !== 'sentinel') throw new Error('not sentinel');
+    expect(settings.password?.reveal()).toBe('data-secret');
+    expect(settings.sentinelPassword?.reveal()).toBe('sentinel-secret');
+    const printed = [settings.display, JSON.stringify(settings), inspect(settings, { depth: 5 })].join('\n');
+    expect(printed).not.toContain('secret');
+    expect(settings.display).toBe('sentinel libos via 10.0.0.1:26379,sentinel-b:26380,[::1]:26381');
+  });
+
+  it('refuses a half or conflicting Sentinel setting, naming the variable', async () => {
+    expect(refused({ LIBOS_REDIS_SENTINELS: 'h:26379' })).toMatch(/LIBOS_REDIS_SENTINEL_MASTER/);
+    expect(refused({ LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(/LIBOS_REDIS_SENTINELS/);
+    expect(
+      refused({
+        LIBOS_REDIS_SENTINELS: 'h:26379',
+        LIBOS_REDIS_SENTINEL_MASTER: 'libos',
+        LIBOS_REDIS_URL: 'redis://:hunter2@h',
+      }),
+    ).toMatch(/LIBOS_REDIS_URL and LIBOS_REDIS_SENTINELS are both set/);
+    expect(refused({ LIBOS_REDIS_SENTINELS: 'h', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
+      /LIBOS_REDIS_SENTINELS: 'h' is not host:port/,
+    );
+    expect(refused({ LIBOS_REDIS_SENTINELS: 'h:99999', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
+      /LIBOS_REDIS_SENTINELS/,
+    );
+    expect(refused({ LIBOS_REDIS_SENTINELS: ' , ', LIBOS_REDIS_SENTINEL_MASTER: 'libos' })).toMatch(
+      /lists no sentinel/,
+    );
+    expect(refused({ LIBOS_REDIS_SENTINELS: 'h:1', LIBOS_REDIS_SENTINEL_MASTER: 'a b' })).toMatch(
+      /LIBOS_REDIS_SENTINEL_MASTER must be a name/,
+    );
+    expect(
+      refused({
+        LIBOS_REDIS_SENTINELS: 'h:1',
+        LIBOS_REDIS_SENTINEL_MASTER: 'libos',
+        LIBOS_REDIS_SENTINEL_PASSWORD_FILE: join(dir, 'none'),
+      }),
+    ).toMatch(/LIBOS_REDIS_SENTINEL_PASSWORD_FILE: cannot read/);
+    expect(refused({ LIBOS_REDIS_MIN_REPLICAS: '-1' })).toMatch(/LIBOS_REDIS_MIN_REPLICAS/);
+    expect(refused({ LIBOS_REDIS_REPLICA_TIMEOUT_MS: '0' })).toMatch(/LIBOS_REDIS_REPLICA_TIMEOUT_MS/);
   });
 });
 

@@ -18,7 +18,15 @@ export {
   codexEnding,
   codexMcpSettings,
 } from './dialects/codex.js';
-export { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpEntry, libosMcpFor } from './libos-mcp.js';
+export {
+  cliEnv,
+  LIBOS_ENV,
+  LIBOS_SERVER,
+  type LibosMcp,
+  libosMcpAllowed,
+  libosMcpEntry,
+  libosMcpFor,
+} from './libos-mcp.js';
 export { DIALECTS, type DialectName, isDialectName, runShim, shimMain } from './main.js';
 export { type ParsedOptions, parseShimOptions, type ShimOptions, shimHelp } from './options.js';
 export { PROMPT_PROBLEM, parseShimRequest, promptOf, type ShimRequest } from './request.js';

@@ -3,6 +3,8 @@ import { access, mkdtemp } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { allowedToolsFromEnv } from '@libos/mcp/allowed';
+import type { ToolName } from '@libos/protocol';
 import type { ShimOptions } from './options.js';
 
 // The libos MCP server wired into the agent CLI, so its model acts as this libos child: spawn,
@@ -38,6 +40,25 @@ export function libosMcpFor(
     args: [libosMcpEntry()],
     ...(options.libosTools === undefined ? {} : { tools: options.libosTools }),
   };
+}
+
+/**
+ * `libosMcpFor`, offering only the tools this process may use (`allowedTools` of @libos/mcp, from
+ * its grants: no spawn tools without `process:spawn`), within `--libos-tools` when given. When the
+ * coordinator cannot say, the image's choice stands (the server then fails to start anyway).
+ */
+export async function libosMcpAllowed(
+  options: ShimOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  lookup: (env: NodeJS.ProcessEnv) => Promise<ToolName[] | undefined> = allowedToolsFromEnv,
+): Promise<LibosMcp | undefined> {
+  const libos = libosMcpFor(options, env);
+  if (libos === undefined) return undefined;
+  const allowed = await lookup(env);
+  if (allowed === undefined) return libos;
+  const tools =
+    libos.tools === undefined ? allowed : libos.tools.filter((t) => (allowed as string[]).includes(t));
+  return { ...libos, tools };
 }
 
 /**

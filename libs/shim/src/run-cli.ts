@@ -26,6 +26,11 @@ export interface RunCliOptions {
   env?: NodeJS.ProcessEnv;
   /** Gets every stdout line (without its line ending), including late ones during the grace. */
   observe: (line: string) => Verdict;
+  /**
+   * Gets every stderr line (stderr is still passed on to the shim's own, unchanged, for the
+   * child's log). Without it the CLI's stderr is inherited.
+   */
+  observeStderr?: (line: string) => void;
   /** Graceful cancel: the parent closed the shim's stdin. */
   cancel?: AbortSignal;
   /** Hard abort of `runCli` itself: the CLI is killed and the promise rejects with the reason. */
@@ -63,12 +68,44 @@ export function runCli(options: RunCliOptions): Promise<CliEnding> {
     child = spawn(command, [...options.args], {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', options.observeStderr === undefined ? 'inherit' : 'pipe'],
     });
   } catch (error) {
     return Promise.resolve({ type: 'failed', reason: `cannot spawn ${command}: ${textOf(error)}` });
   }
   const stdout = child.stdout;
+  const observeStderr = options.observeStderr;
+  if (observeStderr !== undefined && child.stderr !== null) {
+    const errDecoder = new StringDecoder('utf8');
+    let errPending = '';
+    const take = (line: string) => {
+      try {
+        observeStderr(line.endsWith('\r') ? line.slice(0, -1) : line);
+      } catch {
+        // An observer's bug must not stop the run; stderr is advisory.
+      }
+    };
+    child.stderr.on('data', (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      // Bounded: a line longer than 64 KiB is observed in pieces.
+      errPending += errDecoder.write(chunk);
+      let newline = errPending.indexOf('\n');
+      while (newline !== -1) {
+        take(errPending.slice(0, newline));
+        errPending = errPending.slice(newline + 1);
+        newline = errPending.indexOf('\n');
+      }
+      if (errPending.length > 65_536) {
+        take(errPending);
+        errPending = '';
+      }
+    });
+    child.stderr.once('end', () => {
+      errPending += errDecoder.end();
+      if (errPending !== '') take(errPending);
+    });
+    child.stderr.on('error', () => {});
+  }
   if (stdout === null) {
     child.kill('SIGKILL');
     return Promise.resolve({ type: 'failed', reason: 'shim pipes unavailable: the CLI has no stdout pipe' });

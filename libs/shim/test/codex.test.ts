@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CodexStream,
+  codexEnding,
   codexArgs,
   codexMcpSettings,
   type ShimOptions,
@@ -108,6 +109,29 @@ describe('CodexStream on 0.169 lines', () => {
     stream.observe(`{"type":"turn.failed","error":{"message":"${body}"}}`);
     expect(stream.failure).toBe('codex: API error: invalid request: temperature out of range');
     expect(stream.steps).toBe(0);
+  });
+});
+
+describe('CodexStream on 0.169 stderr', () => {
+  // What Codex 0.169.0 printed on stderr (and nothing on stdout) when the required libos server
+  // could not start (a malformed LIBOS_PID), before exiting 1.
+  const STDERR = [
+    '2026-12-03T18:48:51.776904Z ERROR codex_core::session: Failed to create session: required MCP servers failed to initialize: libos: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response',
+    'Error: thread/start: thread/start failed: error creating thread: Fatal error: Failed to initialize session: required MCP servers failed to initialize: libos: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response (code -32603)',
+  ];
+  it('a required MCP server that failed to start is the failure, named', () => {
+    const stream = new CodexStream();
+    for (const line of ['WARNING: proceeding, even though we could not create PATH aliases', ...STDERR]) {
+      stream.observeStderr(line);
+    }
+    const reason =
+      'codex: MCP server failed to start: libos: handshaking with MCP server failed: connection closed: initialize response: connection closed: initialize response';
+    expect(stream.failure).toBe(reason);
+    expect(codexEnding(stream, { type: 'exited', code: 1 }, false)).toEqual({
+      status: 'failed',
+      reason,
+      steps: 0,
+    });
   });
 });
 

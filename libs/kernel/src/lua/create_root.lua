@@ -3,8 +3,9 @@
 -- ispec, idef, pool, cwd, caps, clearance, budget (dim -> limit, -1 unlimited), launch, th,
 -- retention_ms.
 if redis.call('EXISTS', KEYS[1]) == 1 then fail('failed_precondition', nil, 'pid taken: ' .. A.pid) end
--- ret: the tree's retention period (ms), which every process of it keeps after its end
-redis.call('HSET', KEYS[1], 'p', 0, 'o', 0, 'm', 0, 'ret', A.retention_ms)
+-- ret: the tree's retention period (ms), which every process of it keeps after its end; ep its
+-- epoch and sv the server numbering it (see next_number)
+redis.call('HSET', KEYS[1], 'p', 0, 'o', 0, 'm', 0, 'ret', A.retention_ms, 'ep', now(), 'sv', server_id())
 local pid = A.pid
 local goal_oid, goal_key = new_oid()
 put_object(goal_oid, goal_key, 'GOAL', pid, cjson.encode(A.goal), {})

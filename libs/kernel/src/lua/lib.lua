@@ -28,6 +28,56 @@ local function now()
   return NOW
 end
 
+-- The Redis server running this script: its run_id, new at every start of every server.
+local SERVER = nil
+local function server_id()
+  if not SERVER then SERVER = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
+  return SERVER
+end
+
+-- A tree's epoch (ms) when its counter hash has none (trees created before it was kept).
+local DEFAULT_EPOCH = 1767225600000
+local COUNTERS = { 'p', 'o', 'm' }
+
+-- The next number of a tree's counter `field` (p: children, o: objects, m: messages), never one
+-- handed out before, even after a failover or a restart that lost writes. Numbers count up by
+-- one while the same server keeps the tree ('sv' its run_id). When another server (a promoted
+-- replica, or this one restarted) takes its first number for the tree, every counter first jumps
+-- to the tree's clock: 10 µs units since its epoch ('ep'). A tree takes far fewer than 100
+-- numbers a millisecond, so every number it ever handed out (kept or lost) is below its clock
+-- when handed out, hence below the clock at the jump (when the servers' clocks agree to better
+-- than a failover takes). Numbers stay short and ordered: `.1`, `.2`… and, after a failover,
+-- e.g. `.8640000001` a day into the tree.
+local function next_number(field)
+  local h = redis.call('HMGET', KEYS[1], 'sv', 'ep', 'p', 'o', 'm')
+  local server = server_id()
+  local values = { p = tonumber(h[3]) or 0, o = tonumber(h[4]) or 0, m = tonumber(h[5]) or 0 }
+  if h[1] ~= server then
+    local t = redis.call('TIME')
+    local epoch = tonumber(h[2]) or DEFAULT_EPOCH
+    local clock = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2]) - epoch * 1000) / 10)
+    local jumped = { 'sv', server }
+    for _, f in ipairs(COUNTERS) do
+      if values[f] < clock then
+        if f == 'p' and values.p > 0 then
+          -- the skipped child numbers (from, to], so a walk of the tree's pids skips them
+          local gaps = redis.call('HGET', KEYS[1], 'pj')
+          local gap = string.format('%.0f:%.0f', values.p, clock)
+          redis.call('HSET', KEYS[1], 'pj', gaps and (gaps .. ',' .. gap) or gap)
+        end
+        values[f] = clock
+      end
+      jumped[#jumped + 1] = f
+      jumped[#jumped + 1] = string.format('%.0f', values[f])
+    end
+    redis.call('HSET', KEYS[1], unpack(jumped))
+  end
+  local n = values[field] + 1
+  local text = string.format('%.0f', n)
+  redis.call('HSET', KEYS[1], field, text)
+  return n, text
+end
+
 local function fail(code, reason, message, details)
   error({ err = 'LIBOS ' .. cjson.encode({ code = code, reason = reason, message = message, details = details }) })
 end
@@ -64,7 +114,14 @@ end
 -- period (or by an operator); say so rather than "no such process".
 local function absent(pid)
   local n = tonumber(string.match(pid, '%.(%d+)$') or '')
-  if n and n <= tonumber(redis.call('HGET', KEYS[1], 'p') or '0') then
+  local seq = redis.call('HMGET', KEYS[1], 'p', 'pj')
+  if n and seq[2] then
+    -- a number in a gap a jump skipped was never handed out (see next_number)
+    for from, to in string.gmatch(seq[2], '(%d+):(%d+)') do
+      if n > tonumber(from) and n <= tonumber(to) then n = nil; break end
+    end
+  end
+  if n and n <= tonumber(seq[1] or '0') then
     fail('not_found', 'deleted', 'process ' .. pid .. ' was deleted after its retention period ended')
   end
   fail('not_found', nil, 'no such process ' .. pid .. ' (never created, or deleted after its retention period ended)')

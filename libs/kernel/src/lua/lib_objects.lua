@@ -1,7 +1,7 @@
 -- ---------------------------------------------------------------- objects
 
 local function new_oid()
-  local n = redis.call('HINCRBY', KEYS[1], 'o', 1)
+  local _, n = next_number('o')
   return ROOT .. '/o' .. n, B .. 'o:' .. n
 end
 

@@ -196,10 +196,11 @@ local function spawn_reserve_view(view, plan)
   view['bu:children'] = string.format('%d', bnum(view, 'bu:children') + 1)
 end
 
--- The child's pid: the tree's next number (the one place a child's number is taken).
+-- The child's pid: the tree's next number (the one place a child's number is taken), never a
+-- number this tree handed out before, even one a failover lost (see next_number).
 local function spawn_next_pid()
-  local n = redis.call('HINCRBY', KEYS[1], 'p', 1)
-  return n, ROOT .. '.' .. n
+  local n, ntext = next_number('p')
+  return n, ROOT .. '.' .. ntext
 end
 
 -- Write one planned child of P: its goal object, handles, row and place among P's children.

@@ -47,8 +47,8 @@ end
 
 -- ------------------------------------------------------------ writes
 touch(S, sr)
-local n = redis.call('HINCRBY', KEYS[1], 'm', 1)
-local id = mid(n)
+local n, ntext = next_number('m')
+local id = mid(ntext)
 while bytes + size > A.max_bytes do
   local oldest = redis.call('ZRANGE', mkey('ma', R), 0, 0)[1]
   if not oldest then break end
@@ -61,7 +61,7 @@ end
 redis.call('HINCRBY', mkey('mm', R), 'b', size)
 local h = { s = S, r = R, k = A.kind, c = A.channel, q = A.correlation_id, t = A.reply_to, l = labels,
   ts = now(), a = 0, n = n }
-redis.call('HSET', mkey('mm', R), n, cjson.encode(h), n .. ':c', A.content)
+redis.call('HSET', mkey('mm', R), n, cjson.encode(h), ntext .. ':c', A.content)
 redis.call('ZADD', mkey('mu', R), n, n)
 if A.kind == 'interrupt' then
   redis.call('ZADD', mkey('mi', R), n, n)

@@ -13,7 +13,17 @@ export interface HttpOptions {
 
 export interface RequestOptions {
   signal?: AbortSignal | undefined;
+  /**
+   * Whether asking again is safe (a read): then a request whose coordinator could not be reached
+   * or answered 503 (it died mid-request, Redis is failing over) is sent again, up to
+   * `IDEMPOTENT_RETRY_DELAYS_MS` (about 4 s in all), to the same address: behind a load balancer,
+   * another coordinator. Default: true for GET, false otherwise.
+   */
+  idempotent?: boolean;
 }
+
+/** The pauses between the tries of an idempotent request (so 7 tries over ~3.9 s). */
+export const IDEMPOTENT_RETRY_DELAYS_MS = [50, 100, 250, 500, 1000, 2000] as const;
 
 /**
  * Shared by every client of this process, so connections are reused across clients. undici's
@@ -44,6 +54,25 @@ export class Http {
     schema: S,
     body?: unknown,
     options: RequestOptions = {},
+  ): Promise<{ data: z.infer<S>; raw: Record<string, unknown> }> {
+    if (!(options.idempotent ?? method === 'GET')) return this.once(method, path, schema, body, options);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once(method, path, schema, body, options);
+      } catch (error) {
+        const pause = IDEMPOTENT_RETRY_DELAYS_MS[attempt];
+        if (pause === undefined || !isRetryable(error)) throw error;
+        await sleep(pause, options.signal);
+      }
+    }
+  }
+
+  private async once<S extends z.ZodType>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    schema: S,
+    body: unknown,
+    options: RequestOptions,
   ): Promise<{ data: z.infer<S>; raw: Record<string, unknown> }> {
     let status: number;
     let text: string;

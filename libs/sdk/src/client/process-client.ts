@@ -17,6 +17,19 @@ export interface ProcessClientOptions extends HttpOptions {
 
 const noticesSchema = z.array(noticeSchema);
 
+/**
+ * Tools asked again transparently when the coordinator could not be reached or answered 503 (see
+ * `RequestOptions.idempotent`): reads, whose repetition changes nothing (a repeated `read_object`
+ * adds the same taint again). Not spawn, fork, send, exit or a consuming read: the API has no
+ * idempotency key, so a spawn whose answer was lost may have created the child; find it with
+ * `list_child_processes` (by goal) before spawning again.
+ */
+const IDEMPOTENT_TOOLS: ReadonlySet<ToolName> = new Set([
+  'get_process',
+  'list_child_processes',
+  'read_object',
+]);
+
 /** How long to wait before asking again after the coordinator could not be reached. */
 const RETRY_DELAYS_MS = [50, 100, 250, 500, 1000, 2000];
 
@@ -71,7 +84,11 @@ export class ProcessClient {
   ): Promise<Answer<ToolResult<N>>> {
     // TypeScript cannot correlate TOOLS[N] with ToolResult<N>; they are the same by construction.
     const schema = TOOLS[tool].result as unknown as z.ZodType<ToolResult<N>>;
-    const { data, raw } = await this.http.request('POST', `/v1/tools/${tool}`, schema, args, options);
+    const idempotent = options.idempotent ?? IDEMPOTENT_TOOLS.has(tool);
+    const { data, raw } = await this.http.request('POST', `/v1/tools/${tool}`, schema, args, {
+      ...options,
+      idempotent,
+    });
     const notices = noticesSchema.safeParse(raw.notices);
     return { data, notices: notices.success ? notices.data : [] };
   }

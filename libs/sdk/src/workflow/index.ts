@@ -36,6 +36,19 @@ export type { JournalEntry } from './journal/entry.js';
 export { fileJournal } from './journal/file.js';
 export { type Journal, type JournalClaim, memoryJournal, sameWork } from './journal/journal.js';
 export { type RedisJournalOptions, redisJournal } from './journal/redis.js';
+export {
+  CANCELLED_UNACCOUNTED,
+  type EmitLine,
+  HANDOFF_VERSION,
+  HandoffError,
+  HOSTED_DEFAULT_DEADLINE_MS,
+  HostedContext,
+  type HostedEvent,
+  type HostedStatus,
+  hostedContext,
+  WORKFLOW_HOST,
+} from './hosted.js';
+export { endingOf, hostedLaunch } from './hosted-launch.js';
 export { type Json, jsonEqual } from './json.js';
 export {
   type Backoff,

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
 import { cliEnding } from '../ending.js';
-import { cliEnv, LIBOS_SERVER, type LibosMcp, libosMcpFor } from '../libos-mcp.js';
+import { cliEnv, LIBOS_SERVER, type LibosMcp, libosMcpAllowed } from '../libos-mcp.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
@@ -281,7 +281,7 @@ export const claudeDialect: ShimDialect = {
     const maxSteps = request.max_steps;
     const cli = await runCli({
       command: options.command,
-      args: claudeArgs(request, options, schemaText, libosMcpFor(options)),
+      args: claudeArgs(request, options, schemaText, await libosMcpAllowed(options)),
       env: await cliEnv(),
       ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
       cancel: context.cancel,

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { ChildEnding, Usage } from '@libos/contract';
 import { z } from 'zod';
 import { cliEnding } from '../ending.js';
-import { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpFor } from '../libos-mcp.js';
+import { cliEnv, LIBOS_ENV, LIBOS_SERVER, type LibosMcp, libosMcpAllowed } from '../libos-mcp.js';
 import type { ShimOptions } from '../options.js';
 import type { ShimRequest } from '../request.js';
 import { type CliEnding, runCli } from '../run-cli.js';
@@ -92,6 +92,8 @@ export interface CodexReport {
   notices?: string[];
 }
 
+const MCP_FAILED = /required MCP servers failed to initialize: (.+)$/;
+
 /** What the shim has learned from `codex exec --json` so far. Unknown lines are ignored. */
 export class CodexStream {
   steps = 0;
@@ -130,6 +132,19 @@ export class CodexStream {
         ? error.data.message
         : undefined;
     if (message !== undefined) this.failure ??= `codex: ${apiErrorText(message) ?? message}`;
+  }
+
+  /**
+   * A stderr line. Codex 0.169 reports a required MCP server that failed to start only there
+   * (`ERROR codex_core::session: Failed to create session: required MCP servers failed to
+   * initialize: libos: handshaking with MCP server failed: …`), then exits 1 with nothing on
+   * stdout: the failure is named from it.
+   */
+  observeStderr(line: string): void {
+    const match = MCP_FAILED.exec(line);
+    if (match === null || this.failure !== undefined) return;
+    const detail = (match[1] ?? '').replace(/ \(code -?\d+\)$/, '').slice(0, 500);
+    this.failure = `codex: MCP server failed to start: ${detail}`;
   }
 
   #item(item: z.infer<typeof itemCompleted>['item']): void {
@@ -212,7 +227,7 @@ export const codexDialect: ShimDialect = {
       const maxSteps = request.max_steps;
       const cli = await runCli({
         command: options.command,
-        args: codexArgs(request, options, schemaPath, libosMcpFor(options)),
+        args: codexArgs(request, options, schemaPath, await libosMcpAllowed(options)),
         env: await cliEnv(),
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         cancel: context.cancel,
@@ -220,6 +235,7 @@ export const codexDialect: ShimDialect = {
           stream.observe(line);
           return maxSteps !== undefined && stream.steps > maxSteps ? 'stop' : 'continue';
         },
+        observeStderr: (line) => stream.observeStderr(line),
       });
       return codexEnding(stream, cli, structured, options.schemaCheck ? schema : undefined);
     } finally {
