@@ -102,8 +102,10 @@ describe('the libos MCP server', () => {
           ![
             'spawn_child_process',
             'fork_child_process',
+            'spawn_children',
             'list_child_processes',
             'wait_child_process',
+            'wait_children',
             'signal_child_process',
             'merge_child_memory',
           ].includes(name),
@@ -128,7 +130,9 @@ describe('the libos MCP server', () => {
       const names = (await client.listTools()).tools.map((t) => t.name);
       await client.close();
       expect(names).toContain('wait_child_process');
+      expect(names).toContain('wait_children');
       expect(names).not.toContain('spawn_child_process');
+      expect(names).not.toContain('spawn_children');
       expect(names).not.toContain('fork_child_process');
     } finally {
       await Promise.all([free.close(), bound.close(), expired.close()]);
