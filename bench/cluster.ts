@@ -1,7 +1,8 @@
 // The distributed loop, measured: spawn → child start and child exit → wait wake latency through
 // a real cluster (redis-server, a coordinator, 2 workers, each its own OS process), and the
 // throughput of trivial children on 2 workers as a ratio against a bare execa loop and a bare
-// node:child_process.spawn loop of the same children at the same total concurrency, in the same run.
+// node:child_process.spawn loop of the same children at the same total concurrency, in the same run;
+// each round also runs the same children through spawn_children / wait_children (batches of 100).
 //   npm run bench:cluster   (builds, then: node --import tsx --conditions=@libos/source bench/cluster.ts)
 // The cluster's parts run built, with plain node, as deployed. Two trivial children are measured:
 // `sh` (a shell script: the cheapest possible child) and `node` (the TypeScript echo child made
@@ -130,6 +131,31 @@ async function clusterThroughput(cluster: Cluster, kind: ChildKind): Promise<num
   return count / ((performance.now() - started) / 1000);
 }
 
+/** The batch tools' round: spawn_children of BATCH children, then one wait_children (all) per batch. */
+const BATCH = 100;
+async function clusterBatchThroughput(cluster: Cluster, kind: ChildKind): Promise<number> {
+  const count = CHILDREN[kind];
+  const { client } = await cluster.root('batch throughput', {
+    goal: 'batch throughput',
+    resource_budget: { children: count + 10 },
+  });
+  const started = performance.now();
+  const batches = Math.ceil(count / BATCH);
+  await runPool(batches, 4, async (b) => {
+    const size = Math.min(BATCH, count - b * BATCH);
+    const { children } = await client.spawnChildren({
+      children: Array.from({ length: size }, (_, i) => ({
+        goal: `t${b * BATCH + i}`,
+        image: `bench-${kind}`,
+      })),
+    });
+    const done = await client.waitChildren({ child_pids: children.map((c) => c.pid), mode: 'all' });
+    const failed = done.children.find((one) => one.status !== 'exited');
+    if (failed) throw new Error(`child ${failed.child_pid}: ${JSON.stringify(failed.outcome)}`);
+  });
+  return count / ((performance.now() - started) / 1000);
+}
+
 /** How a bare loop runs one child: its command, argv and request line; resolves at its exit. */
 type RunChild = (command: string, argv: string[], line: string) => Promise<void>;
 
@@ -202,21 +228,27 @@ try {
     bare_per_s: number;
     spawn_per_s: number;
     cluster_per_s: number;
+    /** The same children through spawn_children / wait_children (batches of BATCH). */
+    cluster_batch_per_s: number;
     ratio: number;
     ratio_spawn: number;
+    ratio_spawn_batch: number;
   }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     for (const child of Object.keys(CHILD_KINDS) as ChildKind[]) {
       const bare = await bareThroughput(child);
       const bareSpawn = await bareSpawnThroughput(child);
       const viaCluster = await clusterThroughput(cluster, child);
+      const viaBatch = await clusterBatchThroughput(cluster, child);
       rounds.push({
         child,
         bare_per_s: +bare.toFixed(1),
         spawn_per_s: +bareSpawn.toFixed(1),
         cluster_per_s: +viaCluster.toFixed(1),
+        cluster_batch_per_s: +viaBatch.toFixed(1),
         ratio: +(viaCluster / bare).toFixed(3),
         ratio_spawn: +(viaCluster / bareSpawn).toFixed(3),
+        ratio_spawn_batch: +(viaBatch / bareSpawn).toFixed(3),
       });
     }
   }
@@ -226,6 +258,10 @@ try {
   };
   const ratio = { sh: meanOf('sh', (r) => r.ratio), node: meanOf('node', (r) => r.ratio) };
   const ratioSpawn = { sh: meanOf('sh', (r) => r.ratio_spawn), node: meanOf('node', (r) => r.ratio_spawn) };
+  const ratioSpawnBatch = {
+    sh: meanOf('sh', (r) => r.ratio_spawn_batch),
+    node: meanOf('node', (r) => r.ratio_spawn_batch),
+  };
   const report = {
     bench: 'cluster',
     date: new Date().toISOString(),
@@ -239,6 +275,8 @@ try {
       rounds,
       ratio,
       ratio_spawn: ratioSpawn,
+      batch_size: BATCH,
+      ratio_spawn_batch: ratioSpawnBatch,
     },
     targets: { exit_to_wake_p99_ms: 10, throughput_ratio: 0.8 },
   };
@@ -251,14 +289,14 @@ try {
     `| spawn → child start (ms) | ${latency.spawn_to_start_ms.p50} | ${latency.spawn_to_start_ms.p99} | ${latency.spawn_to_start_ms.mean} | ${latency.spawn_to_start_ms.n} |`,
     `| child exit → wait wake (ms) | ${latency.exit_to_wake_ms.p50} | ${latency.exit_to_wake_ms.p99} | ${latency.exit_to_wake_ms.mean} | ${latency.exit_to_wake_ms.n} |`,
     '',
-    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER} (children/s) | ÷ execa | ÷ spawn |`,
-    '| --- | --- | --- | --- | --- | --- |',
+    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER} (children/s) | cluster, spawn_children × ${BATCH} (children/s) | ÷ execa | ÷ spawn | batch ÷ spawn |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rounds.map(
       (r) =>
-        `| ${r.child} | ${r.bare_per_s} | ${r.spawn_per_s} | ${r.cluster_per_s} | ${r.ratio} | ${r.ratio_spawn} |`,
+        `| ${r.child} | ${r.bare_per_s} | ${r.spawn_per_s} | ${r.cluster_per_s} | ${r.cluster_batch_per_s} | ${r.ratio} | ${r.ratio_spawn} | ${r.ratio_spawn_batch} |`,
     ),
-    `| mean sh | | | | **${ratio.sh}** | **${ratioSpawn.sh}** (target ≥ 0.8) |`,
-    `| mean node | | | | **${ratio.node}** | **${ratioSpawn.node}** (target ≥ 0.8) |`,
+    `| mean sh | | | | | **${ratio.sh}** | **${ratioSpawn.sh}** (target ≥ 0.8) | **${ratioSpawnBatch.sh}** |`,
+    `| mean node | | | | | **${ratio.node}** | **${ratioSpawn.node}** (target ≥ 0.8) | **${ratioSpawnBatch.node}** |`,
   ].join('\n');
   await writeFile(join(RESULTS, `${name}.md`), `${md}\n`);
   process.stdout.write(`${md}\n`);

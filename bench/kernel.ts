@@ -1,7 +1,7 @@
-// Kernel benchmark: Redis round trips per operation and operations per second for spawn,
-// send+read and a ready wait, against one private redis-server (no AOF), from one Node process.
+// Kernel benchmark: Redis round trips per operation and operations per second for spawn (single,
+// and spawn_children batches of 10 and 100), send+read and a ready wait, against one private redis-server (no AOF), from one Node process.
 // Run: node --import tsx --conditions=@libos/source bench/kernel.ts [--seconds 3] [--concurrency 64]
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { Kernel, mintToken } from '@libos/kernel';
 import { startRedis } from '@libos/testkit';
@@ -15,6 +15,8 @@ function flag(name: string, fallback: number): number {
 
 const SECONDS = flag('seconds', 3);
 const CONCURRENCY = flag('concurrency', 64);
+/** spawn_children batch sizes measured against single spawns in the same run. */
+const BATCH_SIZES = [10, 100];
 
 /**
  * Counts every command the client sends, by name (a pipelined command counts as one). Index
@@ -102,6 +104,25 @@ async function main(): Promise<void> {
       return n;
     }),
   );
+  // The same spawns in batches (spawn_children): an operation is one child, so ops/s is
+  // spawns/s and script_calls_per_op is Redis script calls per child, beside the single spawns.
+  for (const size of BATCH_SIZES) {
+    results.push(
+      await phase(`spawn_children x${size} (per child)`, counts, kernel, async (slot, stopAt) => {
+        const pid = roots[slot] as string;
+        let n = 0;
+        while (Date.now() < stopAt) {
+          const children = Array.from({ length: size }, (_, i) => ({
+            goal: 'work item',
+            input: { n: n + i },
+          }));
+          const spawned = await kernel.tools.spawn_children({ pid }, { children });
+          n += spawned.children.length;
+        }
+        return n;
+      }),
+    );
+  }
   results.push(
     await phase('send+read pair', counts, kernel, async (slot, stopAt) => {
       const pid = roots[slot] as string;
@@ -161,11 +182,13 @@ async function main(): Promise<void> {
       `for ${SECONDS}s per operation; requests pipeline on the connection. Round trips are counted by wrapping ` +
       'the client’s sendCommand; script_calls_per_op excludes the status-index batches, which are reported ' +
       'separately (index_batches_per_op: many operations share one batch). Redis: a private redis-server ' +
-      'without AOF started by @libos/testkit. A send+read pair is two operations (two scripts).',
+      'without AOF started by @libos/testkit. A send+read pair is two operations (two scripts). The ' +
+      'spawn_children phases count one operation per child (a call of 10 or 100 children is 10 or 100 ops).',
     results,
     targets: { spawn_per_sec: 5000, send_read_pairs_per_sec: 10000, script_calls_per_op: 1 },
   };
   console.log(JSON.stringify(report, null, 2));
+  await mkdir(new URL('./results/', import.meta.url), { recursive: true });
   await writeFile(new URL('./results/kernel.json', import.meta.url), `${JSON.stringify(report, null, 2)}\n`);
   await kernel.close();
   redis.disconnect();

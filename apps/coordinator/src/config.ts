@@ -71,6 +71,10 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_TREE_MAX_NODES: int(10_000),
   /** Candidates one page of a filtered `GET /v1/admin/processes` examines at most. */
   LIBOS_LIST_SCAN_MAX: int(5_000),
+  /** Children one `spawn_children` call creates at most (one Redis script writes them all). */
+  LIBOS_SPAWN_BATCH_MAX: int(256),
+  /** Children one `wait_children` call names at most. */
+  LIBOS_WAIT_CHILDREN_MAX: int(1_024),
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

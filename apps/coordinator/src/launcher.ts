@@ -60,23 +60,53 @@ export class Launcher {
     return [...this.queues.values()];
   }
 
+  private jobOptions(launch: LaunchRequest) {
+    return {
+      jobId: launchJobId(launch.pid, launch.attempt),
+      attempts: 1,
+      // BullMQ keeps finished jobs until told not to: bounded by age and count, so its keys
+      // do not grow with launches ever made (the kernel's rows, not the jobs, are the record).
+      removeOnComplete:
+        this.retention.keepCompleted === 0
+          ? true
+          : { age: this.retention.keepCompletedSeconds, count: this.retention.keepCompleted },
+      removeOnFail: { age: this.retention.keepFailedSeconds, count: this.retention.keepFailed },
+    };
+  }
+
+  private counted(launch: LaunchRequest): void {
+    this.metrics?.launches.inc({ pool: launch.pool, attempt: launch.attempt === 1 ? 'first' : 'resumed' });
+  }
+
   async enqueue(launch: LaunchRequest): Promise<void> {
     await this.queue(launch.pool).add(
       'launch',
       { pid: launch.pid, attempt: launch.attempt },
-      {
-        jobId: launchJobId(launch.pid, launch.attempt),
-        attempts: 1,
-        // BullMQ keeps finished jobs until told not to: bounded by age and count, so its keys
-        // do not grow with launches ever made (the kernel's rows, not the jobs, are the record).
-        removeOnComplete:
-          this.retention.keepCompleted === 0
-            ? true
-            : { age: this.retention.keepCompletedSeconds, count: this.retention.keepCompleted },
-        removeOnFail: { age: this.retention.keepFailedSeconds, count: this.retention.keepFailed },
-      },
+      this.jobOptions(launch),
     );
-    this.metrics?.launches.inc({ pool: launch.pool, attempt: launch.attempt === 1 ? 'first' : 'resumed' });
+    this.counted(launch);
+  }
+
+  /** A batch's launches: one `addBulk` (one round trip) per pool, in order within each pool. */
+  async enqueueMany(launches: readonly LaunchRequest[]): Promise<void> {
+    const byPool = new Map<string, LaunchRequest[]>();
+    for (const launch of launches) {
+      const list = byPool.get(launch.pool) ?? [];
+      list.push(launch);
+      byPool.set(launch.pool, list);
+    }
+    await Promise.all(
+      [...byPool].map(([pool, list]) =>
+        this.queue(pool).addBulk(
+          list.map((launch) => ({
+            name: 'launch',
+            data: { pid: launch.pid, attempt: launch.attempt },
+            opts: this.jobOptions(launch),
+          })),
+        ),
+      ),
+    );
+    for (const launch of launches) this.counted(launch);
   }
 
   /** Removes a launch that is still waiting (cancel or pause of a queued child). */

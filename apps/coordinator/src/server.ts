@@ -166,10 +166,17 @@ export async function buildServer(
       treeMaxNodes: config.LIBOS_TREE_MAX_NODES,
       treeDefaultNodes: Math.min(2_000, config.LIBOS_TREE_MAX_NODES),
       listScanMax: config.LIBOS_LIST_SCAN_MAX,
+      spawnBatchMax: config.LIBOS_SPAWN_BATCH_MAX,
+      waitChildrenMax: config.LIBOS_WAIT_CHILDREN_MAX,
     },
     onLaunch: async (launch) => {
       showPool(launch.pool);
       await launcher.enqueue(launch);
+    },
+    // A spawn_children batch: one addBulk per pool (one round trip) instead of one add per child.
+    onLaunches: async (launches) => {
+      for (const launch of launches) showPool(launch.pool);
+      await launcher.enqueueMany(launches);
     },
     onError: (error) => logger.warn({ err: error }, 'kernel background error'),
   });

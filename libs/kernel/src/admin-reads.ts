@@ -516,9 +516,14 @@ function nodeOf(row: ProcessRow): TreeNode {
   let waitingOn: string | null = null;
   if (ws) {
     const parsed = z
-      .looseObject({ type: z.string(), child_pid: z.string().optional() })
+      .looseObject({ type: z.string(), child_pid: z.string().optional(), mode: z.string().optional() })
       .parse(JSON.parse(ws));
-    waitingOn = parsed.type === 'child' ? `child ${parsed.child_pid ?? ''}`.trim() : 'message';
+    waitingOn =
+      parsed.type === 'child'
+        ? `child ${parsed.child_pid ?? ''}`.trim()
+        : parsed.type === 'children'
+          ? `${parsed.mode ?? 'any'} of children`
+          : 'message';
   }
   const ended = field(row, 'et');
   return {

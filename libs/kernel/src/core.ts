@@ -66,6 +66,10 @@ export interface KernelLimits {
   listScanMax: number;
   /** Attempts a process row remembers (worker, claimed and ended times, how it ended). */
   attemptHistory: number;
+  /** Children one `spawn_children` call creates at most (one script: it bounds the script's time). */
+  spawnBatchMax: number;
+  /** Children one `wait_children` call names at most. */
+  waitChildrenMax: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -87,6 +91,8 @@ export const DEFAULT_LIMITS: KernelLimits = {
   goalPreviewBytes: 256,
   listScanMax: 5_000,
   attemptHistory: 20,
+  spawnBatchMax: 256,
+  waitChildrenMax: 1_024,
 };
 
 export interface KernelOptions {
@@ -100,6 +106,11 @@ export interface KernelOptions {
    * resume that starts a new attempt. The coordinator enqueues the BullMQ job here.
    */
   onLaunch?: (launch: Launch) => void | Promise<void>;
+  /**
+   * Called (and awaited) with the launches of one `spawn_children` call, in order; the
+   * coordinator enqueues them in one round trip. Omitted: `onLaunch` is called for each.
+   */
+  onLaunches?: (launches: Launch[]) => void | Promise<void>;
   /** Background failures (index batches). */
   onError?: (error: unknown) => void;
   /**
@@ -189,15 +200,8 @@ export class KernelCore {
 
   /** Hand a recorded launch to the coordinator. */
   async launch(row: ProcessRow): Promise<Launch> {
-    const pid = field(row, 'pid');
-    const attempt = Number(field(row, 'attempt'));
-    const launch: Launch = {
-      pid,
-      root_pid: rootOf(pid),
-      attempt,
-      job_id: launchJobId(pid, attempt),
-      pool: field(row, 'pool') || 'default',
-    };
+    const launch = launchOf(row);
+    const { pid, attempt } = launch;
     if (this.options.onLaunch) {
       try {
         await this.options.onLaunch(launch);
@@ -212,6 +216,28 @@ export class KernelCore {
     return launch;
   }
 
+  /** Hand the launches of a batch to the coordinator at once (`onLaunches`, else one by one). */
+  async launchMany(rows: ProcessRow[]): Promise<Launch[]> {
+    const { onLaunches } = this.options;
+    if (!onLaunches) {
+      const launches: Launch[] = [];
+      for (const row of rows) launches.push(await this.launch(row));
+      return launches;
+    }
+    const launches = rows.map(launchOf);
+    try {
+      await onLaunches(launches);
+    } catch (error) {
+      const pids = launches.map((launch) => launch.pid);
+      throw new KernelError(
+        'unavailable',
+        `${pids.join(', ')} were recorded as runnable but their launches could not be enqueued: ${String(error)}`,
+        { pids },
+      );
+    }
+    return launches;
+  }
+
   /**
    * A blocking call. Listen first (the tree's channel is usually subscribed already, so this
    * costs no round trip), then check-and-register: a publish after the check cannot be missed.
@@ -219,14 +245,25 @@ export class KernelCore {
    * reconnect of the subscriber also triggers a re-check.
    */
   async blocking<T>(
-    topic: WakeTopic,
+    topic: WakeTopic | readonly WakeTopic[],
     check: (recheck: boolean) => Promise<T>,
     ready: (value: T) => boolean,
     options: CallOptions = {},
   ): Promise<T> {
     const deadline = Date.now() + (options.pollMs ?? this.limits.pollMs);
     const wake = new Wakeup();
-    const release = await this.hub.listen(topic, wake.listener);
+    // A wait over a set listens to each of its topics (one channel per tree: no extra round trip).
+    const topics = Array.isArray(topic) ? topic : [topic as WakeTopic];
+    const releases: (() => void)[] = [];
+    const release = () => {
+      for (const one of releases) one();
+    };
+    try {
+      for (const one of topics) releases.push(await this.hub.listen(one, wake.listener));
+    } catch (error) {
+      release();
+      throw error;
+    }
     try {
       let last = await check(false);
       for (;;) {
@@ -258,6 +295,18 @@ export class KernelCore {
     }
     return text;
   }
+}
+
+function launchOf(row: ProcessRow): Launch {
+  const pid = field(row, 'pid');
+  const attempt = Number(field(row, 'attempt'));
+  return {
+    pid,
+    root_pid: rootOf(pid),
+    attempt,
+    job_id: launchJobId(pid, attempt),
+    pool: field(row, 'pool') || 'default',
+  };
 }
 
 export function checkCaller(caller: Caller): string {

@@ -69,6 +69,8 @@ export class Kernel {
     this.impl = {
       spawn_child_process: (caller, args) => processes.spawn(caller, args),
       fork_child_process: (caller, args) => processes.fork(caller, args),
+      spawn_children: (caller, args) => processes.spawnMany(caller, args),
+      wait_children: (caller, args, options) => processes.waitMany(caller, args, options),
       list_child_processes: (caller, args) => processes.list(caller, args),
       wait_child_process: (caller, args, options) => processes.wait(caller, args, options),
       signal_child_process: (caller, args) => processes.signal(caller, args),

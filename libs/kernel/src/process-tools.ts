@@ -9,6 +9,7 @@ import {
   sameTree,
   storedCapability,
 } from './core.js';
+import { KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
 import {
   budgetOf,
@@ -31,6 +32,18 @@ const waitHeadSchema = z.object({
   ready: z.boolean(),
   result_oid: z.string().optional(),
   withheld: z.literal('data_flow').optional(),
+});
+const spawnManyHeadSchema = z.object({ pids: luaList(z.string()) });
+const waitManyHeadSchema = z.object({
+  ready: z.boolean(),
+  ended: luaList(z.string()),
+  heads: luaList(
+    z.object({
+      ready: z.boolean(),
+      result_oid: z.string().optional(),
+      withheld: z.literal('data_flow').optional(),
+    }),
+  ),
 });
 const signalHeadSchema = z.object({ launch: z.object({ pid: z.string(), attempt: z.number() }).optional() });
 const mergeHeadSchema = z.object({
@@ -117,6 +130,151 @@ export class ProcessTools {
   ): Promise<ToolResult<'fork_child_process'>> {
     const { result, roots } = await this.launchChild(caller, args, args.mode);
     return { ...result, roots };
+  }
+
+  /**
+   * spawn_children: every entry checked before anything is written (one script on the tree), so
+   * either all children are created and enqueued (one `onLaunches`) or none is. A refusal names
+   * its entry: `details.index` (0-based) and a message starting `children[i]: `.
+   */
+  async spawnMany(
+    caller: Caller,
+    args: ParsedToolArgs<'spawn_children'>,
+  ): Promise<ToolResult<'spawn_children'>> {
+    const pid = checkCaller(caller);
+    const max = this.core.limits.spawnBatchMax;
+    if (args.children.length > max) {
+      throw new KernelError(
+        'invalid_argument',
+        `spawn_children takes at most ${max} children in one call (got ${args.children.length})`,
+        { reason: 'batch_too_large', limit: max, given: args.children.length },
+      );
+    }
+    const images = new Map<string, Record<string, unknown>>();
+    const entries: Record<string, unknown>[] = [];
+    for (const [index, entry] of args.children.entries()) {
+      try {
+        const script: Record<string, unknown> = {
+          goal: entry.goal,
+          paths: paths(entry.inherited_paths),
+          caps: (entry.inherit_capabilities ?? []).map(storedCapability),
+          budget: budgetUnits(entry.resource_budget),
+        };
+        if (entry.input !== undefined) script.input = this.core.json(entry.input, 'input');
+        if (entry.schema !== undefined) script.schema = this.core.json(entry.schema, 'schema');
+        if (entry.working_directory !== undefined) script.cwd = entry.working_directory;
+        if (entry.clearance !== undefined) script.clearance = entry.clearance;
+        if (entry.image !== undefined) {
+          let image = images.get(entry.image);
+          if (!image) {
+            const spec = await this.core.images.require(entry.image);
+            image = {
+              image: entry.image,
+              ispec: JSON.stringify(spec),
+              idef: budgetUnits(spec.default_budget),
+              iskills: spec.skills,
+              pool: spec.pool,
+            };
+            images.set(entry.image, image);
+          }
+          Object.assign(script, image);
+        }
+        entries.push(script);
+      } catch (error) {
+        throw atEntry(index, error);
+      }
+    }
+    const reply = await this.core.run(
+      'spawn_many',
+      pid,
+      { caller: pid, children: entries, object_bytes: this.core.limits.processObjectBytes },
+      caller,
+    );
+    const head = spawnManyHeadSchema.parse(reply.head);
+    const rows = reply.rest.map((flat) => rowFromFlat(flat));
+    if (rows.length !== head.pids.length) throw new KernelError('internal', 'spawn_many: bad reply');
+    await this.core.launchMany(rows);
+    return {
+      children: rows.map((row) => ({
+        pid: field(row, 'pid'),
+        status: statusOf(row),
+        image: field(row, 'image'),
+        cwd: field(row, 'cwd'),
+        state_generation: Number(field(row, 'gen')),
+        resource_budget: budgetOf(row),
+      })),
+    };
+  }
+
+  private async waitManyOnce(
+    caller: Caller,
+    children: string[],
+    mode: 'any' | 'all',
+    block: boolean,
+    recheck = false,
+  ): Promise<ToolResult<'wait_children'>> {
+    const pid = caller.pid;
+    const reply = await this.core.run(
+      'wait_children',
+      pid,
+      { caller: pid, children, mode, block, recheck },
+      caller,
+    );
+    const head = waitManyHeadSchema.parse(reply.head);
+    return {
+      ready: head.ready,
+      mode,
+      ended_pids: head.ended,
+      children: reply.rest.map((flat, i) => {
+        const one = head.heads[i];
+        return waitResult(
+          rowFromFlat(flat),
+          one?.ready ?? false,
+          one?.result_oid ?? null,
+          one?.withheld ?? null,
+        );
+      }),
+    };
+  }
+
+  /**
+   * wait_children: like `wait` over a set of direct children, ready when any (or, mode `all`,
+   * every) one is terminal. Blocking listens to each child's exit topic (the tree's one channel)
+   * and re-checks on a wake, as `wait` does; the caller's wait_state records the set.
+   */
+  async waitMany(
+    caller: Caller,
+    args: ParsedToolArgs<'wait_children'>,
+    options?: CallOptions,
+  ): Promise<ToolResult<'wait_children'>> {
+    const pid = checkCaller(caller);
+    const max = this.core.limits.waitChildrenMax;
+    const children = args.child_pids;
+    if (children.length > max) {
+      throw new KernelError(
+        'invalid_argument',
+        `wait_children takes at most ${max} children in one call (got ${children.length})`,
+        { reason: 'batch_too_large', limit: max, given: children.length },
+      );
+    }
+    const seen = new Set<string>();
+    for (const [index, child] of children.entries()) {
+      sameTree(pid, child);
+      if (seen.has(child)) {
+        throw new KernelError('invalid_argument', `child_pids[${index}]: ${child} is named twice`, {
+          reason: 'duplicate_pid',
+          index,
+        });
+      }
+      seen.add(child);
+    }
+    if (!args.block) return this.waitManyOnce(caller, children, args.mode, false);
+    return this.core.blocking(
+      children.map((child) => this.core.keys.exitTopic(child)),
+      (recheck) => this.waitManyOnce(caller, children, args.mode, true, recheck),
+      (result) => result.ready,
+      options,
+    );
   }
 
   async list(
@@ -219,6 +377,12 @@ export class ProcessTools {
     const head = exitHeadSchema.parse(reply.head);
     return { status: statusOf(rowFromFlat(reply.rest[0])), result_oid: head.result_oid || null };
   }
+}
+
+/** A refusal found before the script (an image, a payload size) names its batch entry too. */
+function atEntry(index: number, error: unknown): unknown {
+  if (!(error instanceof KernelError)) return error;
+  return new KernelError(error.code, `children[${index}]: ${error.message}`, { ...error.details, index });
 }
 
 export function waitResult(

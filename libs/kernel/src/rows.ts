@@ -80,6 +80,12 @@ export function budgetOf(row: ProcessRow): BudgetView {
 const storedWaitSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('child'), child_pid: z.string(), since: z.number() }),
   z.object({
+    type: z.literal('children'),
+    child_pids: luaList(z.string()),
+    mode: z.enum(['any', 'all']),
+    since: z.number(),
+  }),
+  z.object({
     type: z.literal('message'),
     filter: z.object({
       kind: z.enum(['normal', 'interrupt']).optional(),

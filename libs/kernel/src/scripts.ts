@@ -10,9 +10,11 @@ export const TREE_SCRIPTS = [
   'auth',
   'create_root',
   'spawn',
+  'spawn_many',
   'list',
   'get',
   'wait',
+  'wait_children',
   'signal',
   'merge',
   'send',
@@ -87,11 +89,23 @@ export interface ScriptReply {
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
-const LIB_MODULES = ['caps', 'budget', 'objects', 'retain', 'terminal', 'mail', 'rows', 'attempts'] as const;
+const LIB_MODULES = [
+  'caps',
+  'budget',
+  'objects',
+  'retain',
+  'terminal',
+  'mail',
+  'rows',
+  'attempts',
+  'batch',
+  'spawn',
+] as const;
 const REQUIRES: Record<string, readonly string[]> = {
   objects: ['budget'],
   retain: ['budget', 'objects'],
   terminal: ['budget', 'objects', 'retain'],
+  spawn: ['caps', 'budget', 'objects', 'rows'],
 };
 
 /** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */

@@ -28,6 +28,10 @@ const SEARCH_HINTS: Partial<Record<ToolName, string>> = {
     'Delegate a task to a new libos child process (a subagent) that runs an image with a goal and an input; returns its pid. Then wait_child_process for it and read_object its result_oid.',
   fork_child_process:
     'Delegate to a libos child process (a subagent) that starts from a copy of this process.',
+  spawn_children:
+    'Delegate many tasks at once: one call creates a batch of libos child processes (subagents), each with its own goal and input; all are created or none. Then wait_children for them.',
+  wait_children:
+    'Wait for any (or all) of several delegated libos child processes (subagents) to finish: which ended, with each status, outcome and result_oid.',
   wait_child_process:
     'Wait for a delegated libos child process (subagent) to finish: its status, outcome and result_oid, which read_object reads.',
   list_child_processes: 'List the libos child processes (subagents) this process delegated to.',

@@ -102,8 +102,10 @@ describe('the libos MCP server', () => {
           ![
             'spawn_child_process',
             'fork_child_process',
+            'spawn_children',
             'list_child_processes',
             'wait_child_process',
+            'wait_children',
             'signal_child_process',
             'merge_child_memory',
           ].includes(name),
@@ -128,7 +130,9 @@ describe('the libos MCP server', () => {
       const names = (await client.listTools()).tools.map((t) => t.name);
       await client.close();
       expect(names).toContain('wait_child_process');
+      expect(names).toContain('wait_children');
       expect(names).not.toContain('spawn_child_process');
+      expect(names).not.toContain('spawn_children');
       expect(names).not.toContain('fork_child_process');
     } finally {
       await Promise.all([free.close(), bound.close(), expired.close()]);
@@ -217,6 +221,34 @@ describe('the libos MCP server', () => {
       await new Promise((resolve) => setTimeout(resolve, 800)); // more than two 300 ms windows
       await call(client, 'signal_child_process', { child_pid: child.pid, signal: 'cancel' });
       expect(await waiting).toMatchObject({ ready: true, status: 'killed', outcome: { type: 'killed' } });
+    } finally {
+      await close();
+    }
+  });
+
+  it('spawns a batch with spawn_children and re-asks wait_children across windows until one ends', async () => {
+    const { client, close } = await connect();
+    try {
+      const spawned = await call(client, 'spawn_children', {
+        children: [
+          { goal: 'first', image: 'idle', input: { n: 1 } },
+          { goal: 'second', image: 'idle', input: { n: 2 } },
+          { goal: 'third', image: 'idle', input: { n: 3 } },
+        ],
+      });
+      const pids = (spawned.children as { pid: string; status: string }[]).map((c) => c.pid);
+      expect(pids).toHaveLength(3);
+      const waiting = call(client, 'wait_children', { child_pids: pids });
+      await new Promise((resolve) => setTimeout(resolve, 800)); // more than two 300 ms windows
+      await call(client, 'signal_child_process', { child_pid: pids[1], signal: 'cancel' });
+      expect(await waiting).toMatchObject({ ready: true, mode: 'any', ended_pids: [pids[1]] });
+      const refused = await refusal(client, 'spawn_children', {
+        children: [
+          { goal: 'fine', image: 'idle' },
+          { goal: 'bad', image: 'no-such-image' },
+        ],
+      });
+      expect(refused).toMatchObject({ code: 'not_found', details: { reason: 'unknown_image', index: 1 } });
     } finally {
       await close();
     }

@@ -59,6 +59,9 @@ export const REASONS = [
   'path',
   'blocking_receive',
   'no_attempt',
+  // batches (spawn_children, wait_children)
+  'batch_too_large',
+  'duplicate_pid',
 ] as const;
 export const reasonSchema = z.enum(REASONS);
 export type Reason = z.infer<typeof reasonSchema>;

@@ -58,9 +58,16 @@ export const outcomeSchema = z.object({
 });
 export type Outcome = z.infer<typeof outcomeSchema>;
 
-/** Why a process is `waiting_event`: the child or the mailbox filter it blocks on. */
+/** Why a process is `waiting_event`: the child, the set of children or the mailbox filter it blocks on. */
 export const waitStateSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('child'), child_pid: pidSchema, since: timestampSchema }),
+  /** `wait_children`: any one of the set (mode `any`) or every one (`all`) to end. */
+  z.object({
+    type: z.literal('children'),
+    child_pids: z.array(pidSchema),
+    mode: z.enum(['any', 'all']),
+    since: timestampSchema,
+  }),
   z.object({
     type: z.literal('message'),
     filter: messageFilterSchema.extend({ include_acked: z.boolean() }),

@@ -6,11 +6,16 @@ import { TOOL_NAMES, type ToolName } from './tools.js';
 // still authorises every call (libs/kernel/src/lua/lib_caps.lua); this mirrors its `holds`.
 
 /** Tools that launch a child: the kernel asks for `process:spawn` (use). */
-export const SPAWN_TOOLS: readonly ToolName[] = ['spawn_child_process', 'fork_child_process'];
+export const SPAWN_TOOLS: readonly ToolName[] = [
+  'spawn_child_process',
+  'fork_child_process',
+  'spawn_children',
+];
 /** Tools about the caller's own children: of use only to a process that has or can have some. */
 export const CHILD_TOOLS: readonly ToolName[] = [
   'list_child_processes',
   'wait_child_process',
+  'wait_children',
   'signal_child_process',
   'merge_child_memory',
 ];

@@ -90,6 +90,38 @@ export const waitResultSchema = z.object({
   result_withheld: z.literal('data_flow').nullable(),
 });
 
+/**
+ * The most entries one `spawn_children` call or pids one `wait_children` call may carry (what a
+ * body can hold at all); the kernel's own limits (`spawnBatchMax`, `waitChildrenMax`) are lower
+ * by default and refuse a larger batch with `invalid_argument`/`batch_too_large`.
+ */
+export const BATCH_MAX = 10_000;
+
+export const spawnChildrenArgsSchema = z.strictObject({
+  /** One entry per child, each with the arguments `spawn_child_process` takes. */
+  children: z.array(spawnArgsSchema).min(1).max(BATCH_MAX),
+});
+export const spawnChildrenResultSchema = z.object({
+  /** One per entry, in order (pids increasing). */
+  children: z.array(launchResultSchema),
+});
+
+export const WAIT_MODES = ['any', 'all'] as const;
+export const waitChildrenArgsSchema = z.strictObject({
+  child_pids: z.array(pidSchema).min(1).max(BATCH_MAX),
+  /** `any`: ready once one of them is terminal; `all`: once every one is. */
+  mode: z.enum(WAIT_MODES).default('any'),
+  block: z.boolean().default(true),
+});
+export const waitChildrenResultSchema = z.object({
+  ready: z.boolean(),
+  mode: z.enum(WAIT_MODES),
+  /** The children of the set that are terminal, in the order asked. */
+  ended_pids: z.array(pidSchema),
+  /** One per pid asked, in order, as `wait_child_process` answers for it. */
+  children: z.array(waitResultSchema),
+});
+
 export const signalArgsSchema = z.strictObject({
   child_pid: pidSchema,
   signal: signalSchema,
@@ -174,6 +206,18 @@ export const TOOLS = {
     args: waitArgsSchema,
     result: waitResultSchema,
     description: 'Observe or block on one direct child until it is terminal.',
+  },
+  spawn_children: {
+    args: spawnChildrenArgsSchema,
+    result: spawnChildrenResultSchema,
+    description:
+      'Spawn a batch of direct children in one step, each with its own goal and input: all are created or none (a refusal names the entry).',
+  },
+  wait_children: {
+    args: waitChildrenArgsSchema,
+    result: waitChildrenResultSchema,
+    description:
+      'Observe or block on a set of direct children until any one (mode any) or every one (mode all) is terminal.',
   },
   signal_child_process: {
     args: signalArgsSchema,

@@ -33,10 +33,29 @@ describe('TOOLS', () => {
         'send_process_message',
         'signal_child_process',
         'spawn_child_process',
+        'spawn_children',
         'wait_child_process',
+        'wait_children',
         'write_object',
       ].sort(),
     );
+  });
+
+  it('gives the batch tools their defaults and bounds', () => {
+    expect(TOOLS.wait_children.args.parse({ child_pids: ['pabcde.1'] })).toEqual({
+      child_pids: ['pabcde.1'],
+      mode: 'any',
+      block: true,
+    });
+    expect(TOOLS.wait_children.args.safeParse({ child_pids: [] }).success).toBe(false);
+    expect(TOOLS.wait_children.args.safeParse({ child_pids: ['pabcde.1'], mode: 'some' }).success).toBe(
+      false,
+    );
+    expect(TOOLS.spawn_children.args.safeParse({ children: [] }).success).toBe(false);
+    expect(TOOLS.spawn_children.args.safeParse({ children: [{ goal: 'g', extra: 1 }] }).success).toBe(false);
+    expect(TOOLS.spawn_children.args.parse({ children: [{ goal: 'g', input: { n: 1 } }] })).toEqual({
+      children: [{ goal: 'g', input: { n: 1 } }],
+    });
   });
 
   it('applies the documented defaults', () => {

@@ -39,11 +39,13 @@ describe('which tools a process may use (mirroring the kernel)', () => {
     expect(alone).not.toContain('spawn_child_process');
     expect(alone).not.toContain('fork_child_process');
     expect(alone).not.toContain('wait_child_process');
+    expect(alone).not.toContain('spawn_children');
+    expect(alone).not.toContain('wait_children');
     expect(alone).toEqual(
       expect.arrayContaining(['process_exit', 'get_process', 'send_process_message', 'read_object']),
     );
     expect(toolsAllowed(bound, { hasChildren: true })).toEqual(
-      TOOL_NAMES.filter((n) => n !== 'spawn_child_process' && n !== 'fork_child_process'),
+      TOOL_NAMES.filter((n) => !['spawn_child_process', 'fork_child_process', 'spawn_children'].includes(n)),
     );
   });
 });

@@ -53,7 +53,11 @@ export function describeText(d: DescribeResult): string {
     const ws = p.wait_state;
     field(
       'waiting on',
-      ws.type === 'child' ? `child ${ws.child_pid} since ${ws.since}` : `a message since ${ws.since}`,
+      ws.type === 'child'
+        ? `child ${ws.child_pid} since ${ws.since}`
+        : ws.type === 'children'
+          ? `${ws.mode} of ${ws.child_pids.length} children (${ws.child_pids.join(', ')}) since ${ws.since}`
+          : `a message since ${ws.since}`,
     );
   }
   if (p.outcome) {

@@ -19,7 +19,11 @@ import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
 import { errorResponses } from './responses.js';
 
-const BLOCKING_TOOLS: readonly ToolName[] = ['wait_child_process', 'receive_process_messages'];
+const BLOCKING_TOOLS: readonly ToolName[] = [
+  'wait_child_process',
+  'wait_children',
+  'receive_process_messages',
+];
 /** A tool call can meet any refusal of the kernel (per tool, see the tool's description). */
 const toolErrors = errorResponses(
   ERROR_CODES.filter((code) => code !== 'internal'),

@@ -23,6 +23,21 @@ local function kill(pid, r, signal, reason)
   end
 end
 
+-- Whether the end of `pid` meets its parent's wait_children state `ws`: `pid` is in the set and,
+-- for mode 'all', every other child of the set has ended too (read until the first that has not).
+local function children_wait_met(ws, pid)
+  local member = false
+  for _, c in ipairs(ws.child_pids) do
+    if c == pid then member = true; break end
+  end
+  if not member then return false end
+  if ws.mode ~= 'all' then return true end
+  for _, c in ipairs(ws.child_pids) do
+    if c ~= pid and not TERMINAL[redis.call('HGET', pkey(c), 'status') or 'exited'] then return false end
+  end
+  return true
+end
+
 terminalize = function(pid, r, status, outcome, result_oid)
   bump(pid, r, { status = status, outcome = cjson.encode(outcome), result = result_oid or '', ws = '',
     psig = '', th = '', run = 'done', lease = 0, pfrom = '', preason = '', gate = '', et = now() })
@@ -32,7 +47,7 @@ terminalize = function(pid, r, status, outcome, result_oid)
   if r.parent ~= '' then
     local pr = load(r.parent, CORE)
     local ws = jdecode(pr.ws, nil)
-    if ws and ws.type == 'child' and ws.child_pid == pid then
+    if ws and ((ws.type == 'child' and ws.child_pid == pid) or (ws.type == 'children' and children_wait_met(ws, pid))) then
       if pr.status == 'waiting_event' then
         bump(r.parent, pr, { status = 'running', ws = '' })
       else

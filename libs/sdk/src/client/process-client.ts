@@ -72,6 +72,7 @@ export class ProcessClient {
     options: RequestOptions = {},
   ): Promise<Answer<unknown>> {
     if (tool === 'wait_child_process') return this.blockingWait(args, options);
+    if (tool === 'wait_children') return this.blockingWaitChildren(args, options);
     if (tool === 'receive_process_messages') return this.blockingReceive(args, options);
     return this.request(tool, args, options);
   }
@@ -101,6 +102,13 @@ export class ProcessClient {
 
   spawn(args: ToolArgs<'spawn_child_process'>, options?: RequestOptions) {
     return this.call('spawn_child_process', args, options);
+  }
+  /**
+   * Spawn a batch of children in one call (one script, one enqueue): all are created or none,
+   * and a refusal names the entry (`error.details.index`).
+   */
+  spawnChildren(args: ToolArgs<'spawn_children'>, options?: RequestOptions) {
+    return this.call('spawn_children', args, options);
   }
   fork(args: ToolArgs<'fork_child_process'>, options?: RequestOptions) {
     return this.call('fork_child_process', args, options);
@@ -146,6 +154,15 @@ export class ProcessClient {
   }
 
   /**
+   * Wait for a set of direct children: blocking (the default) returns once any of them
+   * (`mode: 'any'`, the default; `ended_pids` names which) or every one (`mode: 'all'`) is
+   * terminal, asking again across long-poll windows and restarts as `wait` does.
+   */
+  async waitChildren(args: ToolArgs<'wait_children'>, options: RequestOptions = {}) {
+    return this.deliver(await this.blockingWaitChildren(args, options));
+  }
+
+  /**
    * Receive messages. Blocking (the default) returns when a matching unread message arrived.
    * Only an unready long-poll answer is asked again: a broken connection is reported, because
    * a receive that acknowledges may have taken effect before its answer was lost.
@@ -154,14 +171,27 @@ export class ProcessClient {
     return this.deliver(await this.blockingReceive(args, options));
   }
 
-  private async blockingWait(args: { block?: boolean }, options: RequestOptions) {
-    if (args.block === false) return this.request('wait_child_process', args, options);
+  private blockingWait(args: { block?: boolean }, options: RequestOptions) {
+    return this.askUntilReady('wait_child_process', args, options);
+  }
+
+  private blockingWaitChildren(args: { block?: boolean }, options: RequestOptions) {
+    return this.askUntilReady('wait_children', args, options);
+  }
+
+  /** A wait is an observation: an unready window or a retryable failure is asked again. */
+  private async askUntilReady<N extends 'wait_child_process' | 'wait_children'>(
+    tool: N,
+    args: { block?: boolean },
+    options: RequestOptions,
+  ): Promise<Answer<ToolResult<N>>> {
+    if (args.block === false) return this.request(tool, args, options);
     const notices: Notice[] = [];
     for (let failures = 0; ; ) {
       try {
-        const answer = await this.request('wait_child_process', { ...args, block: true }, options);
+        const answer = await this.request(tool, { ...args, block: true }, options);
         notices.push(...answer.notices);
-        if (answer.data.ready) return { data: answer.data, notices };
+        if ((answer.data as { ready: boolean }).ready) return { data: answer.data, notices };
         failures = 0;
       } catch (error) {
         if (!isRetryable(error)) throw error;

@@ -15,6 +15,12 @@ export interface ClusterRunnerOptions {
   /** Grants the parent delegates to every child (`inherit_capabilities`). */
   readonly capabilities?: readonly CapabilityInput[];
   readonly validateReplay?: Runner['validateReplay'];
+  /**
+   * Calls that start in the same turn of the event loop (a `fanOut`, a `parallel`) are spawned
+   * with one `spawn_children` call of at most this many children (default 100; 1 spawns each
+   * alone) and waited for with `wait_children` over the batch.
+   */
+  readonly spawnBatchMax?: number;
 }
 
 /** Why an outcome's counters may fall short when the kernel recorded no usage for it. */
@@ -29,19 +35,22 @@ const GOAL_MAX = 65_536;
 /**
  * A Runner that runs each live call as a direct child of the process `client` acts as: spawn on
  * the kind's image, a blocking wait (re-polled across long-poll windows and coordinator
- * restarts), the result object read when it exited. Outcomes map as `contractRunner`'s do, with
+ * restarts), the result object read when it exited. Calls started together (`fanOut`,
+ * `parallel`) share one `spawn_children` and one `wait_children` loop (see `spawnBatchMax`). Outcomes map as `contractRunner`'s do, with
  * the kernel's attempt id (`<pid>:<attempt>`) and the usage it charged. Cancelling the signal
  * cancels the child through the coordinator and rejects with the signal's reason.
  */
 export function clusterRunner(options: ClusterRunnerOptions): Runner {
   const { client } = options;
+  const spawner = new BatchSpawner(client, Math.max(1, options.spawnBatchMax ?? 100));
   return {
     async run(call, signal) {
       signal?.throwIfAborted();
       let child: ToolResult<'spawn_child_process'>;
+      let waiter: BatchWaiter;
       try {
         // No signal here: a spawn that reached the coordinator must be known, so it can be cancelled.
-        child = await client.spawn(spawnArgs(call, options));
+        ({ child, waiter } = await spawner.spawn(spawnArgs(call, options)));
       } catch (error) {
         if (error instanceof LibosError) {
           // A lost answer may hide a spawn that happened: that child runs unwatched.
@@ -51,7 +60,7 @@ export function clusterRunner(options: ClusterRunnerOptions): Runner {
         throw error;
       }
       try {
-        const done = await client.wait({ child_pid: child.pid }, { signal });
+        const done = await waiter.wait(child.pid, signal);
         return await settle(client, done, signal);
       } catch (error) {
         if (signal?.aborted) {
@@ -69,6 +78,156 @@ export function clusterRunner(options: ClusterRunnerOptions): Runner {
     },
     ...(options.validateReplay !== undefined && { validateReplay: options.validateReplay }),
   };
+}
+
+type SpawnArgs = ToolArgs<'spawn_child_process'>;
+type WaitAnswer = ToolResult<'wait_child_process'>;
+
+interface PendingSpawn {
+  readonly args: SpawnArgs;
+  readonly resolve: (spawned: { child: ToolResult<'spawn_child_process'>; waiter: BatchWaiter }) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Gathers the spawns asked for in one turn of the event loop into `spawn_children` calls. The
+ * batch is all or nothing: an entry the kernel refuses (`details.index`) is refused alone and
+ * the rest is asked again, so each call meets the refusal it would have met by itself.
+ */
+class BatchSpawner {
+  #pending: PendingSpawn[] = [];
+
+  constructor(
+    private readonly client: ProcessClient,
+    private readonly max: number,
+  ) {}
+
+  spawn(args: SpawnArgs): Promise<{ child: ToolResult<'spawn_child_process'>; waiter: BatchWaiter }> {
+    return new Promise((resolve, reject) => {
+      if (this.#pending.length === 0) setImmediate(() => this.#flush());
+      this.#pending.push({ args, resolve, reject });
+    });
+  }
+
+  #flush(): void {
+    const pending = this.#pending;
+    this.#pending = [];
+    for (let i = 0; i < pending.length; i += this.max) void this.#send(pending.slice(i, i + this.max));
+  }
+
+  async #send(batch: PendingSpawn[]): Promise<void> {
+    if (batch.length === 1) {
+      const [only] = batch as [PendingSpawn];
+      try {
+        const child = await this.client.spawn(only.args);
+        only.resolve({ child, waiter: new BatchWaiter(this.client, [child.pid]) });
+      } catch (error) {
+        only.reject(error);
+      }
+      return;
+    }
+    let spawned: ToolResult<'spawn_children'>;
+    try {
+      spawned = await this.client.spawnChildren({ children: batch.map((one) => one.args) });
+    } catch (error) {
+      const index = error instanceof LibosError ? error.details?.index : undefined;
+      if (typeof index === 'number' && Number.isInteger(index) && batch[index] !== undefined) {
+        batch[index].reject(error);
+        await this.#send(batch.filter((_, i) => i !== index));
+        return;
+      }
+      for (const one of batch) one.reject(error);
+      return;
+    }
+    const waiter = new BatchWaiter(
+      this.client,
+      spawned.children.map((child) => child.pid),
+    );
+    for (const [i, one] of batch.entries()) {
+      const child = spawned.children[i];
+      if (child) one.resolve({ child, waiter });
+      else one.reject(new Error('spawn_children answered fewer children than asked'));
+    }
+  }
+}
+
+/**
+ * The children of one batch, waited for together: one `wait_children` (mode any) at a time over
+ * those still wanted, answering each call as its child ends. One child alone is a plain wait.
+ */
+class BatchWaiter {
+  readonly #waiting = new Map<
+    string,
+    { resolve: (done: WaitAnswer) => void; reject: (e: unknown) => void }
+  >();
+  readonly #ended = new Map<string, WaitAnswer>();
+  readonly #abandoned = new Set<string>();
+  readonly #stop = new AbortController();
+  #failure: { error: unknown } | undefined;
+  #looping = false;
+
+  constructor(
+    private readonly client: ProcessClient,
+    private readonly pids: readonly string[],
+  ) {}
+
+  wait(pid: string, signal: AbortSignal | undefined): Promise<WaitAnswer> {
+    if (this.pids.length === 1) return this.client.wait({ child_pid: pid }, { signal });
+    const ended = this.#ended.get(pid);
+    if (ended) return Promise.resolve(ended);
+    if (this.#failure) return Promise.reject(this.#failure.error);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#waiting.delete(pid);
+        this.#abandoned.add(pid);
+        if (this.pids.every((p) => this.#abandoned.has(p) || this.#ended.has(p))) this.#stop.abort();
+        reject(signal?.reason);
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiting.set(pid, {
+        resolve: (done) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(done);
+        },
+        reject: (error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      });
+      if (!this.#looping) {
+        this.#looping = true;
+        // Every call of the batch registers in this turn; the loop starts after them.
+        setImmediate(() => void this.#loop());
+      }
+    });
+  }
+
+  async #loop(): Promise<void> {
+    for (;;) {
+      const wanted = this.pids.filter((pid) => !this.#ended.has(pid) && !this.#abandoned.has(pid));
+      if (wanted.length === 0) return;
+      let answer: ToolResult<'wait_children'>;
+      try {
+        answer = await this.client.waitChildren({ child_pids: wanted }, { signal: this.#stop.signal });
+      } catch (error) {
+        if (this.#stop.signal.aborted) return;
+        this.#failure = { error };
+        for (const [pid, waiter] of this.#waiting) {
+          this.#waiting.delete(pid);
+          waiter.reject(error);
+        }
+        return;
+      }
+      for (const one of answer.children) {
+        if (!one.ready) continue;
+        this.#ended.set(one.child_pid, one);
+        const waiter = this.#waiting.get(one.child_pid);
+        this.#waiting.delete(one.child_pid);
+        waiter?.resolve(one);
+      }
+    }
+  }
 }
 
 function spawnArgs(call: AgentCall, options: ClusterRunnerOptions): ToolArgs<'spawn_child_process'> {

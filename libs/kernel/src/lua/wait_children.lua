@@ -1,0 +1,65 @@
+-- needs: objects retain batch
+-- wait_children: observe a set of direct children, or register the caller's wait on them in one
+-- step. A: caller, children (distinct pids), mode ('any': ready once one of them is terminal;
+-- 'all': once every one is), block, recheck. Each terminal child grants the caller a read handle
+-- to its result (subject to data flow) and counts as waited for, as wait.lua does for one. The
+-- durable wait_state is {type = 'children', child_pids, mode, since}; lib_terminal's terminalize
+-- resumes the caller when it is met.
+local P = A.caller
+local pr = caller_row(P, CORE, A.recheck)
+local clr = nil
+local heads, ended = {}, {}
+local cs = {}
+for i, child in ipairs(A.children) do
+  cs[i] = at_entry(i - 1, child_of, P, child, { 'status', 'parent', 'result', 'et', 'ut', 'merged', 'wd' })
+end
+for i, child in ipairs(A.children) do
+  local c = cs[i]
+  local head = { ready = false }
+  if TERMINAL[c.status] then
+    head.ready = true
+    ended[#ended + 1] = child
+    if c.result ~= '' then
+      local o = load_object(c.result)
+      if o then
+        clr = clr or jdecode(pr.clr, {})
+        if #outside(clr, jdecode(o.labels, {})) > 0 then
+          head.withheld = 'data_flow'
+        else
+          head.result_oid = c.result
+          if not redis.call('HGET', hkey(P), c.result) then redis.call('HSET', hkey(P), c.result, 'r') end
+        end
+      end
+    end
+    -- the parent has its answer: the child may go once its retention period ends
+    if c.wd ~= '1' then
+      redis.call('HSET', pkey(child), 'wd', 1)
+      c.wd = '1'
+      retain(child, c)
+    end
+  end
+  heads[i] = head
+end
+local ready = #ended > 0
+if A.mode == 'all' then ready = #ended == #A.children end
+if ready then
+  touch(P, pr)
+elseif A.block and pr.status ~= 'paused' then
+  local ws = jdecode(pr.ws, nil)
+  local same = pr.status == 'waiting_event' and ws and ws.type == 'children' and ws.mode == A.mode and
+    #ws.child_pids == #A.children
+  if same then
+    for i, child in ipairs(A.children) do
+      if ws.child_pids[i] ~= child then same = false; break end
+    end
+  end
+  if not same then
+    bump(P, pr, { status = 'waiting_event',
+      ws = cjson.encode({ type = 'children', child_pids = A.children, mode = A.mode, since = now() }) })
+  end
+else
+  touch(P, pr)
+end
+local rows = {}
+for i, child in ipairs(A.children) do rows[i] = fields_row(child, { 'pid', 'status', 'ws', 'outcome', 'gen' }) end
+return reply({ ready = ready, ended = ended, heads = heads }, unpack(rows))
