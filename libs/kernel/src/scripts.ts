@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { fromRedisError, KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
+import type { RedisClient } from './redis-client.js';
 
 /** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
 export const TREE_SCRIPTS = [
@@ -106,7 +106,7 @@ function sources(): Map<string, string> {
 export class Scripts {
   private readonly fns = new Map<string, Invoke>();
 
-  constructor(redis: Redis) {
+  constructor(redis: RedisClient) {
     const table = redis as unknown as Record<string, Invoke | undefined>;
     for (const [name, lua] of sources()) {
       const command = `libos_${name}`;

@@ -1,5 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisSettings } from './settings.js';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type { ClusterRedisSettings, RedisSettings, StandaloneRedisSettings } from './settings.js';
+
+/** What the factory makes: one server's client, or a Redis Cluster's (same commands, routed by slot). */
+export type RedisClient = Redis | Cluster;
 
 /**
  * What a connection is for; each picks the ioredis options that use needs.
@@ -28,7 +31,7 @@ type SettingsFields = 'host' | 'port' | 'path' | 'db' | 'username' | 'password' 
 export type RedisOverrides = Omit<RedisOptions, SettingsFields>;
 
 /** The ioredis options that say where Redis is and who we are. */
-function connectionOptions(settings: RedisSettings, overrides: RedisOverrides): RedisOptions {
+function connectionOptions(settings: StandaloneRedisSettings, overrides: RedisOverrides): RedisOptions {
   const { endpoint } = settings;
   const where: RedisOptions =
     endpoint.kind === 'socket'
@@ -39,24 +42,86 @@ function connectionOptions(settings: RedisSettings, overrides: RedisOverrides): 
           db: endpoint.db,
           ...(endpoint.tls ? { tls: { ...overrides.tls } } : {}),
         };
+  return { ...where, ...credentials(settings) };
+}
+
+function credentials(settings: RedisSettings): RedisOptions {
   return {
-    ...where,
     ...(settings.username === undefined ? {} : { username: settings.username }),
     ...(settings.password === undefined ? {} : { password: settings.password.reveal() }),
   };
 }
 
 /**
- * An ioredis client for `purpose`, reaching Redis as `settings` say (address, TLS, user,
- * password). Every connection of every part is made here, so a new topology (Cluster, Sentinel)
- * is added in this one place. `duplicate()` of the client keeps its credentials.
+ * An ioredis client for `purpose`, reaching Redis as `settings` say (topology, address, TLS, user,
+ * password). Every connection of every part is made here, so no part can disagree on where Redis
+ * is. `duplicate()` of the client keeps its credentials. The one place the topology is switched.
  */
 export function createRedis(
   settings: RedisSettings,
   purpose: RedisPurpose,
   overrides: RedisOverrides = {},
+): RedisClient {
+  switch (settings.topology) {
+    case 'standalone':
+      return createStandalone(settings, purpose, overrides);
+    case 'cluster':
+      return createCluster(settings, purpose, overrides);
+  }
+}
+
+/** One server (`topology: 'standalone'`). */
+export function createStandalone(
+  settings: StandaloneRedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
 ): Redis {
   return new Redis({ ...PURPOSE_OPTIONS[purpose], ...overrides, ...connectionOptions(settings, overrides) });
+}
+
+/**
+ * The cluster-level options of each purpose (the per-node ones are `PURPOSE_OPTIONS`' in
+ * `redisOptions`): a `subscriber` gets sharded subscribers (one connection per master, SSUBSCRIBE
+ * routed to the master of the channel's slot); a `probe` does not retry.
+ */
+const CLUSTER_PURPOSE_OPTIONS: Record<RedisPurpose, ClusterOptions> = {
+  commands: {},
+  queues: {},
+  subscriber: { shardedSubscribers: true, enableReadyCheck: false },
+  probe: { lazyConnect: true, clusterRetryStrategy: () => null },
+};
+
+/**
+ * A Redis Cluster (`topology: 'cluster'`): an ioredis `Cluster` over the seed nodes, reads and
+ * writes on masters, the same credentials and TLS for every node it discovers. Sharded pub/sub
+ * (SSUBSCRIBE) is on for every purpose, so a `duplicate()` can subscribe to any tree's channel.
+ */
+export function createCluster(
+  settings: ClusterRedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
+): Cluster {
+  const { lazyConnect, ...perNode } = { ...PURPOSE_OPTIONS[purpose], ...overrides };
+  const redisOptions: RedisOptions = {
+    ...perNode,
+    ...(settings.tls ? { tls: { ...overrides.tls } } : {}),
+    ...credentials(settings),
+  };
+  return new Cluster(
+    settings.nodes.map((node) => ({ host: node.host, port: node.port })),
+    {
+      scaleReads: 'master',
+      shardedSubscribers: true,
+      ...(lazyConnect === undefined ? {} : { lazyConnect }),
+      ...(overrides.enableAutoPipelining === undefined
+        ? {}
+        : { enableAutoPipelining: overrides.enableAutoPipelining }),
+      ...CLUSTER_PURPOSE_OPTIONS[purpose],
+      redisOptions,
+      // TLS certificates name hosts: connect by the name the cluster gave, not a resolved address.
+      ...(settings.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+    },
+  );
 }
 
 /** What to do about an error Redis answered, for the message a person reads. */
@@ -73,7 +138,11 @@ function hint(settings: RedisSettings, message: string): string {
         : 'the password in LIBOS_REDIS_URL';
     return `${from}${settings.username ? ` (user ${settings.username})` : ''} is not accepted`;
   }
-  if (/ENOENT|EACCES/.test(message) && settings.endpoint.kind === 'socket') {
+  if (
+    /ENOENT|EACCES/.test(message) &&
+    settings.topology === 'standalone' &&
+    settings.endpoint.kind === 'socket'
+  ) {
     return 'the socket is not there or not ours to open';
   }
   return '';

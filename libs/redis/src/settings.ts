@@ -23,6 +23,12 @@ export const redisEnvSchema = z.object({
   LIBOS_REDIS_PASSWORD_FILE: z.string().trim().min(1).optional(),
   /** An ACL user name (Redis 6+); it wins over a user name in the URL. */
   LIBOS_REDIS_USERNAME: z.string().trim().min(1).optional(),
+  /**
+   * Redis Cluster: seed nodes `host:port,host:port,…` (each may be written `redis://host:port`, or
+   * `rediss://host:port` for TLS to every node). When set, the topology is `cluster` and
+   * LIBOS_REDIS_URL must be left unset.
+   */
+  LIBOS_REDIS_CLUSTER_NODES: z.string().trim().min(1).optional(),
 });
 export type RedisEnv = z.infer<typeof redisEnvSchema>;
 
@@ -73,12 +79,29 @@ export interface StandaloneRedisSettings {
   readonly display: string;
 }
 
+/** One seed node of a Redis Cluster. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A Redis Cluster, reached through any of its seed nodes (the client learns the rest). */
+export interface ClusterRedisSettings {
+  readonly topology: 'cluster';
+  readonly nodes: readonly ClusterNode[];
+  /** TLS to every node (the seeds were written `rediss://`). */
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly password: RedisPassword | undefined;
+  /** The seeds for logs and error messages, e.g. `cluster 10.0.0.1:7000,10.0.0.2:7000`. */
+  readonly display: string;
+}
+
 /**
- * How to reach Redis. A union by `topology` so that Redis Cluster (LIBOS_REDIS_CLUSTER_NODES) and
- * Sentinel (LIBOS_REDIS_SENTINELS, LIBOS_REDIS_SENTINEL_MASTER) can be added here as members,
- * read by `redisSettings` and built by `createRedis`, without touching the parts.
+ * How to reach Redis: a union by `topology`, read by `redisSettings` and built by `createRedis`,
+ * so the parts never look at it.
  */
-export type RedisSettings = StandaloneRedisSettings;
+export type RedisSettings = StandaloneRedisSettings | ClusterRedisSettings;
 
 /** A setting that cannot be used; the message names the variable and never quotes a secret. */
 export class RedisConfigError extends Error {
@@ -136,28 +159,83 @@ function readPasswordFile(path: string): string {
   return password;
 }
 
+/** The password file's content, else a password the URL carried (the file wins). */
+function passwordOf(env: RedisEnv, fromUrl: string | undefined): RedisPassword | undefined {
+  const file = env.LIBOS_REDIS_PASSWORD_FILE;
+  if (file !== undefined) return new RedisPassword(readPasswordFile(file), { kind: 'file', path: file });
+  return fromUrl === undefined ? undefined : new RedisPassword(fromUrl, { kind: 'url' });
+}
+
 /** Settings from variables already checked by `redisEnvSchema`; reads the password file. */
 export function redisSettings(env: RedisEnv): RedisSettings {
+  if (env.LIBOS_REDIS_CLUSTER_NODES !== undefined) return clusterSettings(env, env.LIBOS_REDIS_CLUSTER_NODES);
+  return standaloneSettings(env);
+}
+
+function standaloneSettings(env: RedisEnv): StandaloneRedisSettings {
   const { endpoint, username, password } = endpointOf(env.LIBOS_REDIS_URL);
-  const file = env.LIBOS_REDIS_PASSWORD_FILE;
-  const secret =
-    file !== undefined
-      ? new RedisPassword(readPasswordFile(file), { kind: 'file', path: file })
-      : password !== undefined
-        ? new RedisPassword(password, { kind: 'url' })
-        : undefined;
   return {
     topology: 'standalone',
     endpoint,
     username: env.LIBOS_REDIS_USERNAME ?? username,
-    password: secret,
+    password: passwordOf(env, password),
     display: redactRedisUrl(env.LIBOS_REDIS_URL),
   };
 }
 
+const CLUSTER_NODE = /^(?:(rediss?):\/\/)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/i;
+
 /**
- * How to reach Redis, from LIBOS_REDIS_URL (default `redis://127.0.0.1:6379`),
- * LIBOS_REDIS_PASSWORD_FILE and LIBOS_REDIS_USERNAME. Throws a `RedisConfigError` naming every
+ * LIBOS_REDIS_CLUSTER_NODES: `host:port` seeds, comma-separated, each optionally `redis://` or
+ * `rediss://` (all alike). Credentials come only from LIBOS_REDIS_PASSWORD_FILE and
+ * LIBOS_REDIS_USERNAME: a seed with user info is refused, so no password sits in this variable.
+ */
+function clusterSettings(env: RedisEnv, list: string): ClusterRedisSettings {
+  if (env.LIBOS_REDIS_URL !== DEFAULT_REDIS_URL) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_URL and LIBOS_REDIS_CLUSTER_NODES are both set: a Redis Cluster is reached through its nodes; unset LIBOS_REDIS_URL',
+    );
+  }
+  const nodes: ClusterNode[] = [];
+  const schemes = new Set<string>();
+  for (const raw of list.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    if (entry.includes('@')) {
+      throw new RedisConfigError(
+        `LIBOS_REDIS_CLUSTER_NODES: a node carries user info (${redactRedisUrl(entry)}); give the password in LIBOS_REDIS_PASSWORD_FILE and the user in LIBOS_REDIS_USERNAME`,
+      );
+    }
+    const match = CLUSTER_NODE.exec(entry);
+    const port = Number(match?.[3]);
+    if (!match || port < 1 || port > 65_535) {
+      throw new RedisConfigError(
+        `LIBOS_REDIS_CLUSTER_NODES: ${JSON.stringify(entry)} is not host:port (or redis://host:port, rediss://host:port)`,
+      );
+    }
+    schemes.add((match[1] ?? 'redis').toLowerCase());
+    nodes.push({ host: (match[2] as string).replace(/^\[|\]$/g, ''), port });
+  }
+  if (nodes.length === 0) throw new RedisConfigError('LIBOS_REDIS_CLUSTER_NODES names no node');
+  if (schemes.size > 1) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_CLUSTER_NODES mixes redis:// and rediss://: TLS is all nodes or none',
+    );
+  }
+  const tls = schemes.has('rediss');
+  return {
+    topology: 'cluster',
+    nodes,
+    tls,
+    username: env.LIBOS_REDIS_USERNAME,
+    password: passwordOf(env, undefined),
+    display: `cluster ${tls ? 'rediss://' : ''}${nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`).join(',')}`,
+  };
+}
+
+/**
+ * How to reach Redis, from LIBOS_REDIS_URL (default `redis://127.0.0.1:6379`) or
+ * LIBOS_REDIS_CLUSTER_NODES, LIBOS_REDIS_PASSWORD_FILE and LIBOS_REDIS_USERNAME. Throws a `RedisConfigError` naming every
  * bad variable; the password file is read here, once.
  */
 export function redisSettingsFromEnv(env: Readonly<Record<string, unknown>> = process.env): RedisSettings {
