@@ -120,7 +120,10 @@ describe('loadWorkerConfig: Redis', () => {
         LIBOS_REDIS_URL: '/run/redis/redis.sock',
         LIBOS_REDIS_PASSWORD_FILE: join(dir, 'redis-password'),
       });
-      expect(config.redis.endpoint).toEqual({ kind: 'socket', path: '/run/redis/redis.sock' });
+      expect(config.redis.topology === 'standalone' && config.redis.endpoint).toEqual({
+        kind: 'socket',
+        path: '/run/redis/redis.sock',
+      });
       expect(config.redis.password?.reveal()).toBe('from-file');
       expect(JSON.stringify(config)).not.toContain('from-file');
       expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_REDIS_URL: 'localhost:6379' })).toThrow(
