@@ -119,12 +119,13 @@ export function defaultRedisMasters(): number | undefined {
 async function startClusterRedis(
   masters: number,
   password: string | undefined,
-): Promise<TestRedis & { clusterNodes: string }> {
+): Promise<TestRedis & { clusterNodes: string; pids: readonly number[] }> {
   const cluster = await startRedisCluster({ masters, ...(password === undefined ? {} : { password }) });
   const dir = password === undefined ? undefined : mkdtempSync(join(tmpdir(), 'libos-e2e-redis-'));
   return {
     url: cluster.nodes,
     clusterNodes: cluster.nodes,
+    pids: cluster.pids,
     source: 'redis-server',
     ...(password === undefined ? {} : { password }),
     ...(dir === undefined ? {} : { dir }),
@@ -148,7 +149,7 @@ export class Cluster {
 
   private constructor(
     /** On a Redis Cluster: `url` is the seed list (LIBOS_REDIS_CLUSTER_NODES), `clusterNodes` set. */
-    readonly redis: TestRedis & { clusterNodes?: string },
+    readonly redis: TestRedis & { clusterNodes?: string; pids?: readonly number[] },
     readonly url: string,
     private readonly port: number,
     private readonly options: ClusterOptions,
