@@ -32,11 +32,11 @@ export const ON_CLUSTER = process.env.LIBOS_TEST_REDIS === 'cluster';
 
 /** One real redis-server per test file, one kernel over it, an `echo` image registered. */
 export function useKernel(
-  options: { own?: boolean; aof?: boolean; limits?: Partial<KernelLimits> } = {},
+  options: { own?: boolean; aof?: boolean; cluster?: boolean; limits?: Partial<KernelLimits> } = {},
 ): Env {
   const env = { launches: [] as Launch[] } as Env;
   beforeAll(async () => {
-    if (ON_CLUSTER && !options.own && !options.aof) {
+    if (options.cluster || (ON_CLUSTER && !options.own && !options.aof)) {
       // A real 3-master Redis Cluster on loopback: the kernel gets an ioredis Cluster.
       const cluster = await startRedisCluster({ masters: 3 });
       env.server = { url: cluster.nodes, source: 'redis-server', stop: () => cluster.stop() };
