@@ -79,6 +79,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   const dir = await mkdtemp(join(tmpdir(), 'libos-redis-cluster-'));
   const children: ChildProcess[] = [];
   const ports: number[] = [];
+  const busPorts: number[] = [];
   const stop = async () => {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(children.map(exited));
@@ -98,6 +99,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     for (let i = 0; i < masters; i += 1) {
       const port = await pick();
       const busPort = await pick();
+      busPorts.push(busPort);
       ports.push(port);
       const args = [
         '--port',
@@ -108,6 +110,9 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         '127.0.0.1',
         '--dir',
         dir,
+        // A lone master never learns its own address from a peer: announce it, or CLUSTER SLOTS names none.
+        '--cluster-announce-ip',
+        '127.0.0.1',
         '--cluster-enabled',
         'yes',
         '--cluster-config-file',
@@ -138,9 +143,14 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         async () => (await ask(port, password, 'PING')) === 'PONG',
       );
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
-    if (masters === 1) {
-      // redis-cli refuses a one-master cluster: give the node every slot itself.
-      await ask(ports[0] as number, password, 'CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+    if (masters < 3) {
+      // redis-cli refuses fewer than 3 masters: share the slots out and introduce the nodes by hand.
+      for (const [i, port] of ports.entries()) {
+        const from = Math.floor((16384 * i) / masters);
+        const to = Math.floor((16384 * (i + 1)) / masters) - 1;
+        await ask(port, password, 'CLUSTER', 'ADDSLOTSRANGE', String(from), String(to));
+        if (i > 0) await ask(port, password, 'CLUSTER', 'MEET', '127.0.0.1', String(ports[0]), String(busPorts[0]));
+      }
     } else {
       await run(
         'redis-cli',
