@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminClient, ProcessClient } from '@libos/sdk';
@@ -9,10 +10,11 @@ import {
   type SentinelGroup,
   type StartSentinelOptions,
   startRedis,
+  startRedisCluster,
   startSentinelGroup,
   type TestRedis,
 } from '@libos/testkit';
-import { Redis } from 'ioredis';
+import { Redis, Cluster as RedisCluster } from 'ioredis';
 import { describeProcess, isSourceTooling, killAll, processesMarked } from './os-processes.js';
 import { eventually, sleep } from './poll.js';
 import { WORKSPACE } from './scratch.js';
@@ -110,6 +112,41 @@ export interface ClusterOptions {
    * every part is given LIBOS_REDIS_SENTINELS and LIBOS_REDIS_SENTINEL_MASTER (`cluster.sentinel`).
    */
   sentinel?: StartSentinelOptions;
+  /**
+   * Run the parts on a real Redis Cluster of this many masters on loopback
+   * (LIBOS_REDIS_CLUSTER_NODES) instead of one redis-server. Default: 3 when E2E_REDIS=cluster,
+   * else none. No AOF, unix socket or restart/crash on a cluster.
+   */
+  redisMasters?: number;
+}
+
+/** E2E_REDIS=cluster: every e2e cluster runs on a 3-master Redis Cluster unless a test says otherwise. */
+export function defaultRedisMasters(): number | undefined {
+  return process.env.E2E_REDIS === 'cluster' ? 3 : undefined;
+}
+
+/**
+ * A Redis Cluster of `masters` for one e2e cluster, as a TestRedis: `url` and `clusterNodes` are
+ * the seed list; with a password, a 0600 file in a private dir holds it (LIBOS_REDIS_PASSWORD_FILE).
+ */
+async function startClusterRedis(
+  masters: number,
+  password: string | undefined,
+): Promise<TestRedis & { clusterNodes: string; pids: readonly number[] }> {
+  const cluster = await startRedisCluster({ masters, ...(password === undefined ? {} : { password }) });
+  const dir = password === undefined ? undefined : mkdtempSync(join(tmpdir(), 'libos-e2e-redis-'));
+  return {
+    url: cluster.nodes,
+    clusterNodes: cluster.nodes,
+    pids: cluster.pids,
+    source: 'redis-server',
+    ...(password === undefined ? {} : { password }),
+    ...(dir === undefined ? {} : { dir }),
+    async stop() {
+      await cluster.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** A real cluster: redis-server (AOF), one coordinator and N workers, each its own OS process. */
@@ -121,21 +158,34 @@ export class Cluster {
   readonly workerOutput: CapturedOutput[] = [];
   /** This cluster's value of `E2E_CLUSTER`, which every process it starts inherits. */
   readonly marker = randomBytes(6).toString('hex');
-  private readonly probe: Redis;
+  private readonly probe: Redis | RedisCluster;
 
   private constructor(
-    readonly redis: TestRedis,
+    /** On a Redis Cluster: `url` is the seed list (LIBOS_REDIS_CLUSTER_NODES), `clusterNodes` set. */
+    readonly redis: TestRedis & { clusterNodes?: string; pids?: readonly number[] },
     readonly url: string,
     private readonly port: number,
     private readonly options: ClusterOptions,
   ) {
     this.admin = new AdminClient({ url, adminToken: ADMIN_TOKEN });
-    this.probe = new Redis(redis.url, {
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      ...(redis.password === undefined ? {} : { password: redis.password }),
-    });
+    const auth = redis.password === undefined ? {} : { password: redis.password };
+    this.probe = redis.clusterNodes
+      ? new RedisCluster(
+          redis.clusterNodes
+            .split(',')
+            .map((node) => ({ host: '127.0.0.1', port: Number(node.split(':')[1]) })),
+          { lazyConnect: true, redisOptions: { maxRetriesPerRequest: 1, ...auth } },
+        )
+      : new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 1, ...auth });
     this.probe.on('error', () => {}); // Redis crashes on purpose in fault tests; calls still reject
+  }
+
+  /** A client of this cluster's Redis (one server's, or the Redis Cluster's), not yet connected. */
+  redisClient(): Redis | RedisCluster {
+    const auth = this.redis.password === undefined ? {} : { password: this.redis.password };
+    return this.redis.clusterNodes
+      ? this.probe.duplicate()
+      : new Redis(this.redis.url, { lazyConnect: true, ...auth });
   }
 
   /**
@@ -143,15 +193,18 @@ export class Cluster {
    * given 25 s, so a slow start fails inside the suite's 60 s hook timeout and is cleaned up.
    */
   static async start(options: ClusterOptions = {}): Promise<Cluster> {
+    const masters = options.redisMasters ?? defaultRedisMasters();
     const redis = options.sentinel
       ? await startSentinelGroup(options.sentinel)
-      : await startRedis({
-          own: true,
-          aof: true,
-          fsync: options.fsync ?? 'always',
-          unixSocket: options.unixSocket ?? false,
-          ...(options.redisPassword === undefined ? {} : { password: options.redisPassword }),
-        });
+      : masters
+        ? await startClusterRedis(masters, options.redisPassword)
+        : await startRedis({
+            own: true,
+            aof: true,
+            fsync: options.fsync ?? 'always',
+            unixSocket: options.unixSocket ?? false,
+            ...(options.redisPassword === undefined ? {} : { password: options.redisPassword }),
+          });
     if (options.redisPassword !== undefined && redis.dir) {
       writeFileSync(join(redis.dir, 'password'), options.redisPassword, { mode: 0o600 });
     }
@@ -177,7 +230,11 @@ export class Cluster {
       this.options.redisPassword !== undefined && this.redis.dir
         ? { LIBOS_REDIS_PASSWORD_FILE: join(this.redis.dir, 'password') }
         : {};
-    const where = this.sentinel ? this.sentinel.env : { LIBOS_REDIS_URL: this.redis.url };
+    const where = this.sentinel
+      ? this.sentinel.env
+      : this.redis.clusterNodes
+        ? { LIBOS_REDIS_CLUSTER_NODES: this.redis.clusterNodes }
+        : { LIBOS_REDIS_URL: this.redis.url };
     return {
       ...where,
       LIBOS_URL: this.url,
@@ -259,11 +316,18 @@ export class Cluster {
     return worker;
   }
 
-  /** BullMQ names a worker's queue connection `…:w:<worker name>`: listed means consuming. */
+  /**
+   * BullMQ names a worker's queue connection `…:w:<worker name>`: listed means consuming (on a
+   * Redis Cluster, by the master holding the queues' slot: every master is asked).
+   */
   private async workerConnected(name: string): Promise<boolean> {
     if (this.probe.status === 'wait') await this.probe.connect();
-    const clients = String(await this.probe.call('CLIENT', 'LIST'));
-    return clients.split('\n').some((line) => / name=\S*:w:(\S+)/.exec(line)?.[1] === name);
+    const nodes = this.probe instanceof RedisCluster ? this.probe.nodes('master') : [this.probe];
+    for (const node of nodes) {
+      const clients = String(await node.call('CLIENT', 'LIST'));
+      if (clients.split('\n').some((line) => / name=\S*:w:(\S+)/.exec(line)?.[1] === name)) return true;
+    }
+    return false;
   }
 
   async stopWorker(index: number, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse as parseCookies, serialize as serializeCookie } from 'cookie';
 import type { FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** The console's session cookie: an opaque random id; the server keeps only its hash. */
 export const SESSION_COOKIE = 'libos_session';
@@ -37,7 +37,7 @@ export class ConsoleSessions {
   private readonly index: string;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: Redis | Cluster,
     prefix: string,
     private readonly limits: SessionLimits,
   ) {

@@ -1,6 +1,6 @@
+import type { RedisClient } from '@libos/kernel';
 import { type LaunchJob, launchJobId, launchQueueName, QUEUE_PREFIX } from '@libos/protocol';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Metrics } from './metrics.js';
 
 /** How much of its own history BullMQ keeps: bounded, so its keys do not grow with launches ever made. */
@@ -38,7 +38,7 @@ export class Launcher {
   private readonly queues = new Map<string, Queue<LaunchJob>>();
 
   constructor(
-    private readonly connection: Redis,
+    private readonly connection: RedisClient,
     private readonly metrics?: Metrics,
     private readonly retention: QueueRetention = DEFAULT_QUEUE_RETENTION,
   ) {}

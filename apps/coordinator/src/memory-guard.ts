@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { mastersOf, type RedisClient } from '@libos/kernel';
 import type { Logger } from 'pino';
 import { HttpRefusal } from './http-errors.js';
 import type { Metrics } from './metrics.js';
@@ -15,8 +15,19 @@ export function parseMemoryInfo(info: string): MemoryReading {
   return { used: value('used_memory'), max: value('maxmemory') };
 }
 
+/** The reading nearest its maxmemory (the largest `used` where none has a maxmemory). */
+function fullest(readings: MemoryReading[]): MemoryReading {
+  let worst: MemoryReading = { used: 0, max: 0 };
+  const ratio = (r: MemoryReading) => (r.max > 0 ? r.used / r.max : -1);
+  for (const reading of readings) {
+    if (ratio(reading) > ratio(worst) || (ratio(reading) === ratio(worst) && reading.used > worst.used))
+      worst = reading;
+  }
+  return worst;
+}
+
 /**
- * Redis memory as a guarded resource: one `INFO memory` per interval (never per request); while
+ * Redis memory as a guarded resource (on a Redis Cluster, every master's; the fullest decides): one `INFO memory` per interval (never per request); while
  * `used_memory` is at or above `highWater` × `maxmemory`, new work is refused with 503
  * `unavailable`/`redis_memory` (`check`), and everything in flight (waits, completions, reads,
  * exits, deletes) goes on, so the sweep and finishing work bring memory down. Redis itself runs
@@ -28,7 +39,7 @@ export class MemoryGuard {
   private refusing = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly options: { highWater: number; intervalMs: number },
     private readonly log: Logger,
     private readonly metrics?: Metrics,
@@ -48,7 +59,11 @@ export class MemoryGuard {
 
   /** Read Redis memory now (the interval does it; tests and the sweep may too). */
   async refresh(): Promise<MemoryReading> {
-    this.reading = parseMemoryInfo(await this.redis.info('memory'));
+    // On a Redis Cluster every master has its own maxmemory: the fullest one decides.
+    const readings = await Promise.all(
+      mastersOf(this.redis).map(async (node) => parseMemoryInfo(await node.info('memory'))),
+    );
+    this.reading = fullest(readings);
     const { used, max } = this.reading;
     const over = max > 0 && used >= this.options.highWater * max;
     if (over !== this.refusing) {

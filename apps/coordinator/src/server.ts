@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
+import type { RedisClient } from '@libos/kernel';
 import { Kernel } from '@libos/kernel';
 import { errorEnvelope, jsonValueSchema } from '@libos/protocol';
 import Fastify, {
@@ -14,7 +15,6 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from 'fastify-type-provider-zod';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { jsonlArchive } from './archive.js';
@@ -71,8 +71,8 @@ const NEW_WORK = new Set([
  */
 export async function buildServer(
   config: CoordinatorConfig,
-  redis: Redis,
-  queueRedis: Redis,
+  redis: RedisClient,
+  queueRedis: RedisClient,
   logger: Logger,
 ): Promise<ServerParts> {
   const metrics = createMetrics();

@@ -1,6 +1,5 @@
-import { createRedis, describeRedisError, redisSettingsFromEnv } from '@libos/redis';
+import { createRedis, describeRedisError, type RedisClient, redisSettingsFromEnv } from '@libos/redis';
 import { type Logger, pino } from 'pino';
-import type { Redis } from 'ioredis';
 import type { CoordinatorConfig } from './config.js';
 import { Reaper } from './reaper.js';
 import { buildServer, type ServerParts } from './server.js';
@@ -133,7 +132,7 @@ export async function startCoordinator(
  * replicas not connected yet): every state change would be refused (503 replication) after the
  * timeout. Said once at start, where the operator looks, rather than only in each refusal.
  */
-async function warnIfTooFewReplicas(redis: Redis, required: number, logger: Logger): Promise<void> {
+async function warnIfTooFewReplicas(redis: RedisClient, required: number, logger: Logger): Promise<void> {
   if (required === 0) return;
   try {
     const info = await redis.info('replication');

@@ -36,6 +36,13 @@ export function redisCall<T>(call: Promise<T>): Promise<T> {
   });
 }
 
+/** A key's hash tag (`{…}`), or the whole key when it has none: keys alike share a slot. */
+function hashTagOf(key: string): string {
+  const open = key.indexOf('{');
+  const close = open < 0 ? -1 : key.indexOf('}', open + 1);
+  return close > open + 1 ? key.slice(open + 1, close) : key;
+}
+
 /** The results of a pipeline, each failure as a KernelError. */
 async function pipelined(pipeline: {
   exec(): Promise<[Error | null, unknown][] | null>;
@@ -257,6 +264,29 @@ export class AdminReads {
       }
       return { items, exhausted: false };
     };
+  }
+
+  /**
+   * HMGET `fields` of each key, in order: one pipeline per tree (the keys' hash tag), since a
+   * pipeline must stay in one slot on Redis Cluster; the pipelines go out together.
+   */
+  async fieldsByTree(keys: string[], fields: string[]): Promise<unknown[]> {
+    const byTree = new Map<string, number[]>();
+    for (const [index, key] of keys.entries()) {
+      const tag = hashTagOf(key);
+      const indexes = byTree.get(tag);
+      if (indexes) indexes.push(index);
+      else byTree.set(tag, [index]);
+    }
+    const out: unknown[] = new Array(keys.length).fill(null);
+    await Promise.all(
+      [...byTree.values()].map(async (indexes) => {
+        const pipeline = this.core.redis.pipeline();
+        for (const index of indexes) pipeline.hmget(keys[index] as string, ...fields);
+        for (const [i, value] of (await pipelined(pipeline)).entries()) out[indexes[i] as number] = value;
+      }),
+    );
+    return out;
   }
 
   /**

@@ -26,11 +26,13 @@ import {
   type ToolResult,
   type TreeCountsResult,
 } from '@libos/protocol';
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { AdminReads, redisCall } from './admin-reads.js';
 import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
 import type { ProcessTools } from './process-tools.js';
+import { mastersOf } from './redis-client.js';
 import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import type { IndexRecord } from './scripts.js';
 import { mintToken, newRootPid } from './tokens.js';
@@ -206,13 +208,12 @@ export class AdminOps {
     const page = candidates.items.map((item) => item.pid);
     const last = candidates.items[candidates.items.length - 1];
     const next_cursor = candidates.exhausted || !last ? null : last.cursor;
-    const pipeline = this.core.redis.pipeline();
-    for (const pid of page) {
-      pipeline.hmget(this.core.keys.row(pid), 'status', 'driver', 'attempt', 'pool', 'ut', 'ct');
-    }
+    const values = await this.reads.fieldsByTree(
+      page.map((pid) => this.core.keys.row(pid)),
+      ['status', 'driver', 'attempt', 'pool', 'ut', 'ct'],
+    );
     const launches: StaleLaunch[] = [];
-    for (const [index, [error, value]] of ((await redisCall(pipeline.exec())) ?? []).entries()) {
-      if (error) throw new KernelError('unavailable', error.message);
+    for (const [index, value] of values.entries()) {
       const [status, driver, attempt, pool, updated, created] = indexFieldsSchema.parse(value);
       const pid = page[index];
       const since = Number(updated ?? created ?? Number.POSITIVE_INFINITY);
@@ -285,16 +286,26 @@ export class AdminOps {
     return this.core.launch(row);
   }
 
-  /** Rebuild the status and lease indexes from the rows (they are derived data). */
+  /**
+   * Rebuild the status and lease indexes from the rows (they are derived data). SCANs every
+   * master of a Redis Cluster (each holds its share of the trees), or the one server.
+   */
   async repairIndex(): Promise<number> {
+    let count = 0;
+    for (const node of mastersOf(this.core.redis)) count += await this.repairIndexOn(node);
+    return count;
+  }
+
+  /** The rows one server holds; its SCAN's keys live there, so one pipeline on it reads them. */
+  private async repairIndexOn(node: Redis): Promise<number> {
     const pattern = `${this.core.keys.prefix}{*}:p:*`;
     let cursor = '0';
     let count = 0;
     do {
-      const [next, keys] = await redisCall(this.core.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
+      const [next, keys] = await redisCall(node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
       cursor = next;
       if (keys.length === 0) continue;
-      const pipeline = this.core.redis.pipeline();
+      const pipeline = node.pipeline();
       for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run', 'ct');
       const records: IndexRecord[] = [];
       for (const [error, value] of (await redisCall(pipeline.exec())) ?? []) {

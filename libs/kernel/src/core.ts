@@ -7,11 +7,11 @@ import {
   PID_PATTERN,
   rootOf,
 } from '@libos/protocol';
-import type { Redis } from 'ioredis';
 import { KernelError } from './errors.js';
 import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
+import type { RedisClient } from './redis-client.js';
 import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
 import type { ReplicationOptions } from './replica-wait.js';
@@ -97,7 +97,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
 
 export interface KernelOptions {
   /** An ioredis client without a `keyPrefix` of its own. The kernel never closes it. */
-  redis: Redis;
+  redis: RedisClient;
   /** Prefix of every key and channel (default `libos:`). */
   keyPrefix?: string;
   limits?: Partial<KernelLimits>;
@@ -155,7 +155,7 @@ export class KernelCore {
   private hubInstance: WakeHub | undefined;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     private readonly options: KernelOptions,
   ) {
     this.keys = new Keys(options.keyPrefix ?? 'libos:');

@@ -1,8 +1,8 @@
 import { type ImageSpec, type ImageView, imageNameSchema, imageSpecSchema } from '@libos/protocol';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { fromRedisError, fromZod, KernelError, parseOrThrow } from './errors.js';
 import type { Keys } from './keys.js';
+import type { RedisClient } from './redis-client.js';
 
 const storedSchema = z.object({ spec: imageSpecSchema, updated_at: z.string() });
 
@@ -35,7 +35,7 @@ export class ImageRegistry {
   private readonly cache = new Map<string, { view: ImageView | undefined; at: number }>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly cacheMs: number,
   ) {}

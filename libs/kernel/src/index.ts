@@ -19,6 +19,7 @@ export {
 export { KernelError } from './errors.js';
 export { type AuthenticatedCaller, Kernel, type KernelTools } from './kernel.js';
 export { Keys } from './keys.js';
+export { mastersOf, type RedisClient } from './redis-client.js';
 export {
   type ArchiveRecord,
   type ArchiveSink,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { KernelError } from './errors.js';
+import type { RedisClient } from './redis-client.js';
 
 /** How many replicas must hold a state change before it is acknowledged, and for how long to wait. */
 export interface ReplicationOptions {
@@ -33,11 +34,18 @@ interface PendingWait {
 export class ReplicaWait {
   private closes = 0;
   private latest: PendingWait | undefined;
+  private readonly redis: Redis;
 
   constructor(
-    private readonly redis: Redis,
+    client: RedisClient,
     readonly options: ReplicationOptions,
   ) {
+    // WAIT answers for the one node it is sent to; a Cluster's writes go to many (the settings
+    // refuse LIBOS_REDIS_MIN_REPLICAS with LIBOS_REDIS_CLUSTER_NODES).
+    if (client.isCluster)
+      throw new TypeError('replica confirmation (WAIT) is not supported on a Redis Cluster');
+    const redis = client as Redis;
+    this.redis = redis;
     redis.on('close', () => {
       this.closes += 1;
     });

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { fromRedisError, KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
 import { ReplicaWait, type ReplicationOptions } from './replica-wait.js';
+import type { RedisClient } from './redis-client.js';
 
 /** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
 export const TREE_SCRIPTS = [
@@ -137,7 +137,7 @@ export class Scripts {
   /** Replica confirmation of state changes; undefined when no replicas are asked for. */
   readonly replicas: ReplicaWait | undefined;
 
-  constructor(redis: Redis, replication?: ReplicationOptions) {
+  constructor(redis: RedisClient, replication?: ReplicationOptions) {
     this.replicas = replication && replication.replicas > 0 ? new ReplicaWait(redis, replication) : undefined;
     const table = redis as unknown as Record<string, Invoke | undefined>;
     for (const [name, lua] of sources()) {

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 
 /** What woke a listener: a publish on its channel, or a reconnect after which it must re-check. */
 export type WakeEvent = { type: 'message'; message: string } | { type: 'reconnect' };
@@ -21,6 +22,26 @@ interface ChannelState {
 }
 
 /**
+ * A connection for SSUBSCRIBE with the client's own address and credentials. On one server: a
+ * duplicate without a ready check (a subscription made before the connection is ready would make
+ * ioredis refuse its own INFO, "Connection in subscriber mode"). On a Redis Cluster: a duplicate
+ * with sharded subscribers, one connection per master, each channel subscribed on the master of
+ * its slot (a tree's channels share its hash tag, so they live with its keys and the scripts'
+ * SPUBLISH stays in that shard).
+ */
+function subscriberOf(redis: RedisClient): RedisClient {
+  if (redis.isCluster) {
+    const cluster = redis as Cluster;
+    return cluster.duplicate([], {
+      shardedSubscribers: true,
+      enableReadyCheck: false,
+      redisOptions: { ...cluster.options.redisOptions, enableReadyCheck: false },
+    });
+  }
+  return (redis as Redis).duplicate({ enableReadyCheck: false });
+}
+
+/**
  * One subscriber connection for many waiters. Channels are per tree (sharded subscriptions, on
  * the tree's slot), so a parent waiting on a hundred children, or a worker running them, holds
  * one subscription, not a hundred; they linger a while after their last listener leaves. Messages
@@ -30,19 +51,17 @@ interface ChannelState {
 export class WakeHub {
   /** Called with the delay from a terminal transition to its wake arriving here (ms). */
   onExitWake: ((latencyMs: number) => void) | undefined;
-  private readonly sub: Redis;
+  private readonly sub: RedisClient;
   private readonly channels = new Map<string, ChannelState>();
   private connectedOnce = false;
   private closed = false;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     /** How long a channel stays subscribed without listeners, so the tree's next waiter pays no round trip. */
     private readonly lingerMs: number,
   ) {
-    // No ready check: a subscription made before the connection is ready would make ioredis refuse
-    // its own INFO ("Connection in subscriber mode").
-    this.sub = redis.duplicate({ enableReadyCheck: false });
+    this.sub = subscriberOf(redis);
     this.sub.on('smessage', (channel: string, data: string) => {
       const space = data.indexOf(' ');
       if (space < 0) return;
@@ -54,13 +73,25 @@ export class WakeHub {
       if (at !== undefined) this.onExitWake?.(Math.max(0, Date.now() - Number(at)));
       for (const listener of listeners) listener({ type: 'message', message });
     });
-    this.sub.on('ready', () => {
-      if (!this.connectedOnce) {
-        this.connectedOnce = true;
-        return;
-      }
-      void this.resubscribeAll();
-    });
+    if (this.sub.isCluster) {
+      // The sharded subscribers re-subscribe by themselves after a node is replaced or the slots
+      // move, then say `subscribersReady`: listeners re-check, since publishes meanwhile are gone.
+      this.sub.on('subscribersReady', () => {
+        if (!this.connectedOnce) {
+          this.connectedOnce = true;
+          return;
+        }
+        this.recheckAll();
+      });
+    } else {
+      this.sub.on('ready', () => {
+        if (!this.connectedOnce) {
+          this.connectedOnce = true;
+          return;
+        }
+        void this.resubscribeAll();
+      });
+    }
     // Errors surface through the commands that fail; keep the emitter from throwing.
     this.sub.on('error', () => {});
   }
@@ -68,6 +99,10 @@ export class WakeHub {
   private async resubscribeAll(): Promise<void> {
     const names = [...this.channels.keys()];
     await Promise.all(names.map((name) => this.sub.ssubscribe(name).catch(() => undefined)));
+    this.recheckAll(names);
+  }
+
+  private recheckAll(names = [...this.channels.keys()]): void {
     for (const name of names) {
       for (const listeners of this.channels.get(name)?.listeners.values() ?? []) {
         for (const listener of listeners) listener({ type: 'reconnect' });

@@ -1,7 +1,7 @@
 import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
-import { refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { keysMatching, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel({
   limits: { treeMaxNodes: 1001, treeDefaultNodes: 50, listScanMax: 25, attemptHistory: 3 },
@@ -105,7 +105,7 @@ describe('listing processes', () => {
     await sleep(3);
     const b = (await root(env)).pid;
     await k().flushIndex();
-    await env.redis.del(...(await env.redis.keys(`${k().keys.index}*`)));
+    await env.redis.del(...(await keysMatching(env, `${k().keys.index}*`)));
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([]);
     await k().admin.repairIndex();
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([b, a]);

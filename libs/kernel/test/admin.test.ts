@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ROOT_CAPABILITIES, mintToken } from '../src/index.js';
-import { IMAGE, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { IMAGE, keysMatching, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel();
 const k = () => env.kernel;
@@ -153,7 +153,7 @@ describe('the status index', () => {
       usage: USAGE,
     });
     await k().flushIndex();
-    const keys = await env.redis.keys(`${k().keys.index}*`);
+    const keys = await keysMatching(env, `${k().keys.index}*`);
     await env.redis.del(...keys);
     expect((await k().admin.listProcesses({ status: 'exited' })).processes).toEqual([]);
     expect(await k().admin.repairIndex()).toBeGreaterThanOrEqual(2);

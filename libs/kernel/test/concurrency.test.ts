@@ -1,16 +1,18 @@
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Kernel, mintToken } from '../src/index.js';
 import { root, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel();
 const k = () => env.kernel;
-const others: { redis: Redis; kernel: Kernel }[] = [];
+const others: { redis: Redis | Cluster; kernel: Kernel }[] = [];
 
 // Separate connections, so calls really race inside Redis rather than queue on one socket.
 beforeAll(() => {
   for (let i = 0; i < 4; i++) {
-    const redis = new Redis(env.server.url);
+    const redis = env.client.isCluster
+      ? (env.client as Cluster).duplicate()
+      : (env.client as Redis).duplicate();
     redis.on('error', () => {});
     others.push({ redis, kernel: new Kernel({ redis, keyPrefix: env.prefix }) });
   }

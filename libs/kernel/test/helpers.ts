@@ -1,11 +1,20 @@
 import type { Launch } from '@libos/protocol';
-import { startRedis, type TestRedis, uniquePrefix } from '@libos/testkit';
-import { Redis } from 'ioredis';
+import { startRedis, startRedisCluster, type TestRedis, uniquePrefix } from '@libos/testkit';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
-import { Kernel, KernelError, type KernelLimits, mintToken } from '../src/index.js';
+import {
+  Kernel,
+  KernelError,
+  type KernelLimits,
+  mastersOf,
+  mintToken,
+  type RedisClient,
+} from '../src/index.js';
 
 export interface Env {
   redis: Redis;
+  /** The same client as `redis`, typed as what it may be (a Cluster's under LIBOS_TEST_REDIS=cluster). */
+  client: RedisClient;
   server: TestRedis;
   kernel: Kernel;
   launches: Launch[];
@@ -18,19 +27,32 @@ export const IMAGE = {
   skills: ['search', 'edit'],
 };
 
+/** LIBOS_TEST_REDIS=cluster: the kernel's tests run against a real 3-master Redis Cluster. */
+export const ON_CLUSTER = process.env.LIBOS_TEST_REDIS === 'cluster';
+
 /** One real redis-server per test file, one kernel over it, an `echo` image registered. */
 export function useKernel(
-  options: { own?: boolean; aof?: boolean; limits?: Partial<KernelLimits> } = {},
+  options: { own?: boolean; aof?: boolean; cluster?: boolean; limits?: Partial<KernelLimits> } = {},
 ): Env {
   const env = { launches: [] as Launch[] } as Env;
   beforeAll(async () => {
-    env.server = await startRedis({ own: options.own, aof: options.aof });
-    env.redis = new Redis(env.server.url);
+    if (options.cluster || (ON_CLUSTER && !options.own && !options.aof)) {
+      // A real 3-master Redis Cluster on loopback: the kernel gets an ioredis Cluster.
+      const cluster = await startRedisCluster({ masters: 3 });
+      env.server = { url: cluster.nodes, source: 'redis-server', stop: () => cluster.stop() };
+      const nodes = cluster.ports.map((port) => ({ host: '127.0.0.1', port }));
+      env.client = new Cluster(nodes, { shardedSubscribers: true, scaleReads: 'master' });
+    } else {
+      env.server = await startRedis({ own: options.own, aof: options.aof });
+      env.client = new Redis(env.server.url);
+    }
+    // Tests call commands on `redis`; on a cluster the Cluster client routes them by key.
+    env.redis = env.client as Redis;
     // restarts and crashes are expected in durability tests; commands report their own errors
     env.redis.on('error', () => {});
     env.prefix = uniquePrefix('k');
     env.kernel = new Kernel({
-      redis: env.redis,
+      redis: env.client,
       keyPrefix: env.prefix,
       limits: options.limits,
       onLaunch: (launch) => {
@@ -76,4 +98,10 @@ export async function refusal(promise: Promise<unknown>): Promise<KernelError> {
     throw error;
   }
   throw new Error('expected a refusal');
+}
+
+/** KEYS on every master (a Redis Cluster's keys are spread over them), or on the one server. */
+export async function keysMatching(env: Env, pattern: string): Promise<string[]> {
+  const all = await Promise.all(mastersOf(env.client).map((node) => node.keys(pattern)));
+  return all.flat();
 }

@@ -1,6 +1,6 @@
 import { HTTP_STATUS_BY_CODE } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
-import { IMAGE, refusal, root, runningChild, useKernel } from './helpers.js';
+import { IMAGE, keysMatching, refusal, root, runningChild, useKernel } from './helpers.js';
 
 const env = useKernel();
 const k = () => env.kernel;
@@ -9,7 +9,7 @@ const SPAWN = { resource: 'process:spawn', rights: ['use'], delegable: true };
 
 /** Every key of the caller's tree with its content: a refusal must leave all of it as it was. */
 async function treeState(pid: string): Promise<Record<string, unknown>> {
-  const keys = (await env.redis.keys(`${k().keys.treeOf(pid)}*`)).sort();
+  const keys = (await keysMatching(env, `${k().keys.treeOf(pid)}*`)).sort();
   const state: Record<string, unknown> = {};
   for (const key of keys) {
     const type = await env.redis.type(key);

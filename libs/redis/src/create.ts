@@ -1,5 +1,13 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import type { RedisSettings, SentinelRedisSettings, StandaloneRedisSettings } from './settings.js';
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import type {
+  ClusterRedisSettings,
+  RedisSettings,
+  SentinelRedisSettings,
+  StandaloneRedisSettings,
+} from './settings.js';
+
+/** What the factory makes: one server's client, or a Redis Cluster's (same commands, routed by slot). */
+export type RedisClient = Redis | Cluster;
 
 /**
  * What a connection is for; each picks the ioredis options that use needs.
@@ -50,8 +58,11 @@ function standaloneOptions(settings: StandaloneRedisSettings, overrides: RedisOv
           db: endpoint.db,
           ...(endpoint.tls ? { tls: { ...overrides.tls } } : {}),
         };
+  return { ...where, ...credentials(settings) };
+}
+
+function credentials(settings: RedisSettings): RedisOptions {
   return {
-    ...where,
     ...(settings.username === undefined ? {} : { username: settings.username }),
     ...(settings.password === undefined ? {} : { password: settings.password.reveal() }),
   };
@@ -115,13 +126,60 @@ export function createRedis(
   settings: RedisSettings,
   purpose: RedisPurpose,
   overrides: RedisOverrides = {},
-): Redis {
+): RedisClient {
   switch (settings.topology) {
-    case 'sentinel':
-      return createSentinel(settings, purpose, overrides);
     case 'standalone':
       return createStandalone(settings, purpose, overrides);
+    case 'sentinel':
+      return createSentinel(settings, purpose, overrides);
+    case 'cluster':
+      return createCluster(settings, purpose, overrides);
   }
+}
+
+/**
+ * The cluster-level options of each purpose (the per-node ones are `PURPOSE_OPTIONS`' in
+ * `redisOptions`): a `subscriber` gets sharded subscribers (one connection per master, SSUBSCRIBE
+ * routed to the master of the channel's slot); a `probe` does not retry.
+ */
+const CLUSTER_PURPOSE_OPTIONS: Record<RedisPurpose, ClusterOptions> = {
+  commands: {},
+  queues: {},
+  subscriber: { shardedSubscribers: true, enableReadyCheck: false },
+  probe: { lazyConnect: true, clusterRetryStrategy: () => null },
+};
+
+/**
+ * A Redis Cluster (`topology: 'cluster'`): an ioredis `Cluster` over the seed nodes, reads and
+ * writes on masters, the same credentials and TLS for every node it discovers. Sharded pub/sub
+ * (SSUBSCRIBE) is on for every purpose, so a `duplicate()` can subscribe to any tree's channel.
+ */
+export function createCluster(
+  settings: ClusterRedisSettings,
+  purpose: RedisPurpose,
+  overrides: RedisOverrides = {},
+): Cluster {
+  const { lazyConnect, ...perNode } = { ...PURPOSE_OPTIONS[purpose], ...overrides };
+  const redisOptions: RedisOptions = {
+    ...perNode,
+    ...(settings.tls ? { tls: { ...overrides.tls } } : {}),
+    ...credentials(settings),
+  };
+  return new Cluster(
+    settings.nodes.map((node) => ({ host: node.host, port: node.port })),
+    {
+      scaleReads: 'master',
+      shardedSubscribers: true,
+      ...(lazyConnect === undefined ? {} : { lazyConnect }),
+      ...(overrides.enableAutoPipelining === undefined
+        ? {}
+        : { enableAutoPipelining: overrides.enableAutoPipelining }),
+      ...CLUSTER_PURPOSE_OPTIONS[purpose],
+      redisOptions,
+      // TLS certificates name hosts: connect by the name the cluster gave, not a resolved address.
+      ...(settings.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+    },
+  );
 }
 
 /** What to do about an error Redis answered, for the message a person reads. */

@@ -1,15 +1,19 @@
 export {
   checkRedis,
+  createCluster,
   createRedis,
   createSentinel,
   createStandalone,
   describeRedisError,
+  type RedisClient,
   type RedisOverrides,
   type RedisPurpose,
   wrongPrimary,
 } from './create.js';
 export { REDACTED, redactRedisUrl } from './redact.js';
 export {
+  type ClusterNode,
+  type ClusterRedisSettings,
   DEFAULT_REDIS_URL,
   RedisConfigError,
   type RedisEndpoint,

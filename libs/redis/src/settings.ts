@@ -47,6 +47,12 @@ export const redisEnvSchema = z.object({
   LIBOS_REDIS_MIN_REPLICAS: z.coerce.number().int().min(0).max(16).default(0),
   /** How long a state change waits for LIBOS_REDIS_MIN_REPLICAS replicas before the caller gets 503. */
   LIBOS_REDIS_REPLICA_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(1_000),
+  /**
+   * Redis Cluster: seed nodes `host:port,host:port,…` (each may be written `redis://host:port`, or
+   * `rediss://host:port` for TLS to every node). When set, the topology is `cluster` and
+   * LIBOS_REDIS_URL must be left unset.
+   */
+  LIBOS_REDIS_CLUSTER_NODES: z.string().trim().min(1).optional(),
 });
 export type RedisEnv = z.infer<typeof redisEnvSchema>;
 
@@ -114,6 +120,44 @@ export interface SentinelAddress {
   readonly port: number;
 }
 
+/** One seed node of a Redis Cluster. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A Redis Cluster, reached through any of its seed nodes (the client learns the rest). */
+export interface ClusterRedisSettings {
+  readonly topology: 'cluster';
+  readonly nodes: readonly ClusterNode[];
+  /** TLS to every node (the seeds were written `rediss://`). */
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly password: RedisPassword | undefined;
+  /** The seeds for logs and error messages, e.g. `cluster 10.0.0.1:7000,10.0.0.2:7000`. */
+  readonly display: string;
+}
+
+/** One seed node of a Redis Cluster. */
+export interface ClusterNode {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** A Redis Cluster, reached through any of its seed nodes (the client learns the rest). */
+export interface ClusterRedisSettings {
+  readonly topology: 'cluster';
+  readonly nodes: readonly ClusterNode[];
+  /** TLS to every node (the seeds were written `rediss://`). */
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly password: RedisPassword | undefined;
+  /** The seeds for logs and error messages, e.g. `cluster 10.0.0.1:7000,10.0.0.2:7000`. */
+  readonly display: string;
+  /** Always none: WAIT answers for one node's replicas, and a Cluster's writes go to many. */
+  readonly replication: RedisReplication;
+}
+
 /**
  * A primary and its replicas watched by Sentinel: the client asks the sentinels which server is
  * the primary (`name`), checks that it is one, and asks again after a failover.
@@ -134,11 +178,11 @@ export interface SentinelRedisSettings {
 }
 
 /**
- * How to reach Redis, a union by `topology`: one server (LIBOS_REDIS_URL) or Sentinel
- * (LIBOS_REDIS_SENTINELS, LIBOS_REDIS_SENTINEL_MASTER). `redisSettings` picks the member,
+ * How to reach Redis, a union by `topology`: one server (LIBOS_REDIS_URL), Sentinel
+ * (LIBOS_REDIS_SENTINELS, LIBOS_REDIS_SENTINEL_MASTER) or a Redis Cluster (LIBOS_REDIS_CLUSTER_NODES). `redisSettings` picks the member,
  * `createRedis` builds the client; the parts never look at the topology.
  */
-export type RedisSettings = StandaloneRedisSettings | SentinelRedisSettings;
+export type RedisSettings = StandaloneRedisSettings | SentinelRedisSettings | ClusterRedisSettings;
 
 /** A setting that cannot be used; the message names the variable and never quotes a secret. */
 export class RedisConfigError extends Error {
@@ -270,7 +314,13 @@ export function sentinelSettings(env: RedisEnv): SentinelRedisSettings {
 
 /** Settings from variables already checked by `redisEnvSchema`; reads the password files. */
 export function redisSettings(env: RedisEnv): RedisSettings {
+  if (env.LIBOS_REDIS_SENTINELS !== undefined && env.LIBOS_REDIS_CLUSTER_NODES !== undefined) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_SENTINELS and LIBOS_REDIS_CLUSTER_NODES are both set: choose one topology',
+    );
+  }
   if (env.LIBOS_REDIS_SENTINELS !== undefined) return sentinelSettings(env);
+  if (env.LIBOS_REDIS_CLUSTER_NODES !== undefined) return clusterSettings(env, env.LIBOS_REDIS_CLUSTER_NODES);
   if (env.LIBOS_REDIS_SENTINEL_MASTER !== undefined || env.LIBOS_REDIS_SENTINEL_PASSWORD_FILE !== undefined) {
     throw new RedisConfigError(
       'LIBOS_REDIS_SENTINEL_MASTER is set but LIBOS_REDIS_SENTINELS (host:port,…) is not',
@@ -279,10 +329,67 @@ export function redisSettings(env: RedisEnv): RedisSettings {
   return standaloneSettings(env);
 }
 
+const CLUSTER_NODE = /^(?:(rediss?):\/\/)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$/i;
+
+/**
+ * LIBOS_REDIS_CLUSTER_NODES: `host:port` seeds, comma-separated, each optionally `redis://` or
+ * `rediss://` (all alike). Credentials come only from LIBOS_REDIS_PASSWORD_FILE and
+ * LIBOS_REDIS_USERNAME: a seed with user info is refused, so no password sits in this variable.
+ */
+function clusterSettings(env: RedisEnv, list: string): ClusterRedisSettings {
+  if (env.LIBOS_REDIS_URL !== undefined) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_URL and LIBOS_REDIS_CLUSTER_NODES are both set: a Redis Cluster is reached through its nodes; unset LIBOS_REDIS_URL',
+    );
+  }
+  const nodes: ClusterNode[] = [];
+  const schemes = new Set<string>();
+  for (const raw of list.split(',')) {
+    const entry = raw.trim();
+    if (entry === '') continue;
+    if (entry.includes('@')) {
+      throw new RedisConfigError(
+        `LIBOS_REDIS_CLUSTER_NODES: a node carries user info (${redactRedisUrl(entry)}); give the password in LIBOS_REDIS_PASSWORD_FILE and the user in LIBOS_REDIS_USERNAME`,
+      );
+    }
+    const match = CLUSTER_NODE.exec(entry);
+    const port = Number(match?.[3]);
+    if (!match || port < 1 || port > 65_535) {
+      throw new RedisConfigError(
+        `LIBOS_REDIS_CLUSTER_NODES: ${JSON.stringify(entry)} is not host:port (or redis://host:port, rediss://host:port)`,
+      );
+    }
+    schemes.add((match[1] ?? 'redis').toLowerCase());
+    nodes.push({ host: (match[2] as string).replace(/^\[|\]$/g, ''), port });
+  }
+  if (nodes.length === 0) throw new RedisConfigError('LIBOS_REDIS_CLUSTER_NODES names no node');
+  if (schemes.size > 1) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_CLUSTER_NODES mixes redis:// and rediss://: TLS is all nodes or none',
+    );
+  }
+  if (env.LIBOS_REDIS_MIN_REPLICAS > 0) {
+    throw new RedisConfigError(
+      'LIBOS_REDIS_MIN_REPLICAS is not supported on a Redis Cluster (WAIT answers for one node, and a change may touch several); leave it 0',
+    );
+  }
+  const tls = schemes.has('rediss');
+  return {
+    topology: 'cluster',
+    nodes,
+    tls,
+    username: env.LIBOS_REDIS_USERNAME,
+    password: passwordFromFile(env.LIBOS_REDIS_PASSWORD_FILE),
+    replication: { replicas: 0, timeoutMs: env.LIBOS_REDIS_REPLICA_TIMEOUT_MS },
+    display: `cluster ${tls ? 'rediss://' : ''}${nodes.map((n) => `${n.host.includes(':') ? `[${n.host}]` : n.host}:${n.port}`).join(',')}`,
+  };
+}
+
 /**
  * How to reach Redis, from LIBOS_REDIS_URL (default `redis://127.0.0.1:6379`),
- * LIBOS_REDIS_PASSWORD_FILE and LIBOS_REDIS_USERNAME. Throws a `RedisConfigError` naming every
- * bad variable; the password file is read here, once.
+ * LIBOS_REDIS_SENTINELS or LIBOS_REDIS_CLUSTER_NODES, with LIBOS_REDIS_PASSWORD_FILE and
+ * LIBOS_REDIS_USERNAME. Throws a `RedisConfigError` naming every bad variable; the password files
+ * are read here, once.
  */
 export function redisSettingsFromEnv(env: Readonly<Record<string, unknown>> = process.env): RedisSettings {
   const parsed = redisEnvSchema.safeParse(env);

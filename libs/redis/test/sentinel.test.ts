@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { type SentinelGroup, startSentinelGroup } from '@libos/testkit';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkRedis, createRedis, redisSettingsFromEnv } from '../src/index.js';
+import { checkRedis, createSentinel, redisSettingsFromEnv } from '../src/index.js';
 
 // A real primary, two replicas and three sentinels that require a password of their own.
 const SENTINEL_PASSWORD = 'sentinel-test-password-0123456789';
@@ -27,15 +27,16 @@ async function servedBy(client: Redis): Promise<number> {
   return Number(port);
 }
 
-describe('createRedis with Sentinel', () => {
+describe('createSentinel', () => {
   it('reaches the primary the sentinels name (with their password), and follows a failover without a new client', async () => {
     const settings = redisSettingsFromEnv({
       ...group.env,
       LIBOS_REDIS_SENTINEL_PASSWORD_FILE: join(dir, 'sentinel-password'),
     });
     await checkRedis(settings);
-    const commands = createRedis(settings, 'commands', { enableAutoPipelining: true });
-    const subscriber = createRedis(settings, 'subscriber');
+    if (settings.topology !== 'sentinel') throw new Error('not sentinel');
+    const commands = createSentinel(settings, 'commands', { enableAutoPipelining: true });
+    const subscriber = createSentinel(settings, 'subscriber');
     const errors: string[] = [];
     for (const client of [commands, subscriber])
       client.on('error', (error: Error) => errors.push(error.message));

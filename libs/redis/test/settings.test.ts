@@ -189,3 +189,75 @@ describe('redactRedisUrl', () => {
     expect(redactRedisUrl('redis://u:a@b@h')).toBe('redis://u:***@h');
   });
 });
+
+describe('redisSettingsFromEnv: LIBOS_REDIS_CLUSTER_NODES', () => {
+  const refused = (env: Record<string, string>) => {
+    try {
+      redisSettingsFromEnv(env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(RedisConfigError);
+      return (error as Error).message;
+    }
+    throw new Error('accepted');
+  };
+
+  it('makes the topology a cluster of the listed seeds, TLS when they say rediss://', () => {
+    const plain = redisSettingsFromEnv({
+      LIBOS_REDIS_CLUSTER_NODES: ' 10.0.0.1:7000, redis-b.internal:7001,[::1]:7002 ',
+      LIBOS_REDIS_USERNAME: 'app',
+    });
+    expect(plain).toMatchObject({
+      topology: 'cluster',
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: 'redis-b.internal', port: 7001 },
+        { host: '::1', port: 7002 },
+      ],
+      tls: false,
+      username: 'app',
+      password: undefined,
+      display: 'cluster 10.0.0.1:7000,redis-b.internal:7001,[::1]:7002',
+    });
+    const secure = redisSettingsFromEnv({ LIBOS_REDIS_CLUSTER_NODES: 'rediss://a:7000,rediss://b:7000' });
+    expect(secure).toMatchObject({
+      topology: 'cluster',
+      tls: true,
+      display: 'cluster rediss://a:7000,b:7000',
+    });
+  });
+
+  it('takes the password from LIBOS_REDIS_PASSWORD_FILE and never prints it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'libos-redis-cluster-settings-'));
+    try {
+      const file = join(dir, 'pw');
+      await writeFile(file, 'cluster-secret\n');
+      const settings = redisSettingsFromEnv({
+        LIBOS_REDIS_CLUSTER_NODES: 'a:1',
+        LIBOS_REDIS_PASSWORD_FILE: file,
+      });
+      expect(settings.password?.reveal()).toBe('cluster-secret');
+      for (const text of [JSON.stringify(settings), inspect(settings, { depth: 5 })]) {
+        expect(text).not.toContain('cluster-secret');
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses bad seeds with a RedisConfigError naming the variable, never quoting a password', () => {
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:7000,b' })).toMatch(
+      /LIBOS_REDIS_CLUSTER_NODES: "b" is not host:port/,
+    );
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:70000' })).toMatch(/LIBOS_REDIS_CLUSTER_NODES/);
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: ' , ' })).toMatch(/names no node/);
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'redis://a:1,rediss://b:1' })).toMatch(
+      /TLS is all nodes or none/,
+    );
+    const withPassword = refused({ LIBOS_REDIS_CLUSTER_NODES: 'redis://:hunter2@a:1' });
+    expect(withPassword).toMatch(/LIBOS_REDIS_PASSWORD_FILE/);
+    expect(withPassword).not.toContain('hunter2');
+    expect(
+      refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:1', LIBOS_REDIS_URL: 'redis://:hunter2@elsewhere:6379' }),
+    ).toMatch(/LIBOS_REDIS_URL and LIBOS_REDIS_CLUSTER_NODES are both set/);
+  });
+});

@@ -1,13 +1,12 @@
-import type { Kernel } from '@libos/kernel';
+import type { Kernel, RedisClient } from '@libos/kernel';
 import { PROCESS_STATUSES } from '@libos/protocol';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
 
 export interface OpsRouteDeps {
-  redis: Redis;
+  redis: RedisClient;
   kernel: Kernel;
   launcher: Launcher;
   metrics: Metrics;

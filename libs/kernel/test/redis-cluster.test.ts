@@ -1,0 +1,65 @@
+import type { Cluster } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { keysMatching, root, runningChild, USAGE, useKernel } from './helpers.js';
+
+// The kernel on a real 3-master Redis Cluster (an ioredis Cluster client): the reads that span
+// trees, repairIndex and the wake-ups, with trees on every master. The whole kernel suite runs on
+// a cluster with LIBOS_TEST_REDIS=cluster.
+const env = useKernel({ cluster: true });
+const k = () => env.kernel;
+const TREES = 12;
+
+/** Trees whose `seq` hash each master holds. */
+async function treesPerMaster(): Promise<number[]> {
+  const masters = (env.client as Cluster).nodes('master');
+  return Promise.all(masters.map(async (node) => (await node.keys(`${env.prefix}{*}:seq`)).length));
+}
+
+describe('the kernel on a 3-master Redis Cluster', () => {
+  it('lists, finds stale launches and rebuilds the index across every master; waits are woken on each', async () => {
+    const roots = await Promise.all(Array.from({ length: TREES }, () => root(env)));
+    const perMaster = await treesPerMaster();
+    expect(perMaster).toHaveLength(3);
+    expect(perMaster.every((n) => n > 0)).toBe(true);
+
+    // One runnable (never claimed) and one running child per tree.
+    const runnable = await Promise.all(
+      roots.map((r) => k().tools.spawn_child_process({ pid: r.pid }, { goal: 'queued' })),
+    );
+    const running = await Promise.all(roots.map((r) => runningChild(env, r.pid)));
+
+    // Blocking waits on every tree, each woken by its child's exit on that tree's shard.
+    const waits = running.map((child, i) =>
+      k().tools.wait_child_process({ pid: roots[i]!.pid }, { child_pid: child.pid }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await Promise.all(
+      running.map((child) =>
+        k().worker.complete(child.pid, 1, child.fence, { terminal: { type: 'captured' }, usage: USAGE }),
+      ),
+    );
+    for (const [i, answer] of (await Promise.all(waits)).entries()) {
+      expect(answer).toMatchObject({ ready: true, child_pid: running[i]!.pid, status: 'exited' });
+    }
+
+    // staleLaunches reads each candidate row per tree.
+    const stale = await k().admin.staleLaunches(Date.now() + 1000);
+    expect(stale.launches.map((l) => l.pid).sort()).toEqual(runnable.map((s) => s.pid).sort());
+
+    // Listings by status, by tree and of roots.
+    const exited = await k().admin.listProcesses({ status: 'exited', limit: 100 });
+    expect(exited.processes.map((p) => p.pid).sort()).toEqual(running.map((c) => c.pid).sort());
+    const rootsListed = await k().admin.listProcesses({ roots: 'true', limit: 100 });
+    expect(rootsListed.processes.map((p) => p.pid).sort()).toEqual(roots.map((r) => r.pid).sort());
+    const tree = await k().admin.listProcesses({ root: roots[5]!.pid });
+    expect(tree.processes).toHaveLength(3);
+
+    // The index is derived: wiped, repairIndex finds every row on every master.
+    await env.redis.del(...(await keysMatching(env, `${k().keys.index}*`)));
+    expect((await k().admin.listProcesses({ status: 'exited' })).processes).toEqual([]);
+    expect(await k().admin.repairIndex()).toBe(3 * TREES);
+    const again = await k().admin.listProcesses({ status: 'exited', limit: 100 });
+    expect(again.processes.map((p) => p.pid).sort()).toEqual(running.map((c) => c.pid).sort());
+    expect((await k().admin.staleLaunches(Date.now() + 1000)).launches).toHaveLength(TREES);
+  });
+});
