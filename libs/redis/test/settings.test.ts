@@ -201,6 +201,22 @@ describe('redisSettingsFromEnv: LIBOS_REDIS_CLUSTER_NODES', () => {
     throw new Error('accepted');
   };
 
+  it('refuses a cluster with LIBOS_REDIS_MIN_REPLICAS or with sentinels, naming the variables', () => {
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:7000', LIBOS_REDIS_MIN_REPLICAS: '1' })).toMatch(
+      /LIBOS_REDIS_MIN_REPLICAS is not supported on a Redis Cluster/,
+    );
+    expect(
+      refused({
+        LIBOS_REDIS_CLUSTER_NODES: 'a:7000',
+        LIBOS_REDIS_SENTINELS: 's:26379',
+        LIBOS_REDIS_SENTINEL_MASTER: 'libos',
+      }),
+    ).toMatch(/LIBOS_REDIS_SENTINELS and LIBOS_REDIS_CLUSTER_NODES are both set/);
+    expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:7000', LIBOS_REDIS_URL: 'redis://b:6379' })).toMatch(
+      /LIBOS_REDIS_URL and LIBOS_REDIS_CLUSTER_NODES are both set/,
+    );
+  });
+
   it('makes the topology a cluster of the listed seeds, TLS when they say rediss://', () => {
     const plain = redisSettingsFromEnv({
       LIBOS_REDIS_CLUSTER_NODES: ' 10.0.0.1:7000, redis-b.internal:7001,[::1]:7002 ',
