@@ -114,35 +114,16 @@ export interface StandaloneRedisSettings {
   readonly replication: RedisReplication;
 }
 
+/** A server's address: a sentinel's, or a Redis Cluster's seed node. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
 /** One sentinel's address. */
-export interface SentinelAddress {
-  readonly host: string;
-  readonly port: number;
-}
+export type SentinelAddress = HostPort;
 
 /** One seed node of a Redis Cluster. */
-export interface ClusterNode {
-  readonly host: string;
-  readonly port: number;
-}
-
-/** A Redis Cluster, reached through any of its seed nodes (the client learns the rest). */
-export interface ClusterRedisSettings {
-  readonly topology: 'cluster';
-  readonly nodes: readonly ClusterNode[];
-  /** TLS to every node (the seeds were written `rediss://`). */
-  readonly tls: boolean;
-  readonly username: string | undefined;
-  readonly password: RedisPassword | undefined;
-  /** The seeds for logs and error messages, e.g. `cluster 10.0.0.1:7000,10.0.0.2:7000`. */
-  readonly display: string;
-}
-
-/** One seed node of a Redis Cluster. */
-export interface ClusterNode {
-  readonly host: string;
-  readonly port: number;
-}
+export type ClusterNode = HostPort;
 
 /** A Redis Cluster, reached through any of its seed nodes (the client learns the rest). */
 export interface ClusterRedisSettings {

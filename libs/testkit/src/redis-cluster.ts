@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import { askOnce, exited } from './one-shot.js';
 import { freePort } from './redis.js';
 
 const run = promisify(execFile);
@@ -28,27 +28,8 @@ export interface StartRedisClusterOptions {
   password?: string;
 }
 
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
 async function ask(port: number, password: string | undefined, ...command: string[]): Promise<string> {
-  const client = new Redis({
-    host: '127.0.0.1',
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    ...(password === undefined ? {} : { password }),
-  });
-  client.on('error', () => {});
-  try {
-    await client.connect();
-    return String(await client.call(command[0] as string, ...command.slice(1)));
-  } finally {
-    client.disconnect();
-  }
+  return String(await askOnce(port, password, ...command));
 }
 
 async function until(what: string, deadlineMs: number, check: () => Promise<boolean>): Promise<void> {
@@ -149,7 +130,8 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         const from = Math.floor((16384 * i) / masters);
         const to = Math.floor((16384 * (i + 1)) / masters) - 1;
         await ask(port, password, 'CLUSTER', 'ADDSLOTSRANGE', String(from), String(to));
-        if (i > 0) await ask(port, password, 'CLUSTER', 'MEET', '127.0.0.1', String(ports[0]), String(busPorts[0]));
+        if (i > 0)
+          await ask(port, password, 'CLUSTER', 'MEET', '127.0.0.1', String(ports[0]), String(busPorts[0]));
       }
     } else {
       await run(

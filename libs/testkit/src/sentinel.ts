@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { exited, oneShotClient } from './one-shot.js';
 import { freePort, type TestRedis } from './redis.js';
 
 /** A primary, its replicas and the sentinels watching them, each a real redis-server on loopback. */
@@ -55,23 +56,10 @@ interface Server {
   child: ChildProcess;
 }
 
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
 async function answers(port: number, deadlineMs: number, password?: string): Promise<void> {
   const until = Date.now() + deadlineMs;
   for (;;) {
-    const client = new Redis({
-      port,
-      host: '127.0.0.1',
-      lazyConnect: true,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      ...(password === undefined ? {} : { password }),
-    });
-    client.on('error', () => {});
+    const client = oneShotClient(port, password);
     try {
       await client.connect();
       if ((await client.ping()) === 'PONG') return;
@@ -190,15 +178,7 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
 
   const askSentinels = async (): Promise<number | undefined> => {
     for (const port of sentinelPorts) {
-      const client = new Redis({
-        port,
-        host: '127.0.0.1',
-        lazyConnect: true,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-        ...(options.sentinelPassword === undefined ? {} : { password: options.sentinelPassword }),
-      });
-      client.on('error', () => {});
+      const client = oneShotClient(port, options.sentinelPassword);
       try {
         await client.connect();
         const reply = (await client.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as
@@ -247,14 +227,7 @@ export async function startSentinelGroup(options: StartSentinelOptions = {}): Pr
       for (;;) {
         const now = await askSentinels();
         if (now !== undefined && now !== port) {
-          const client = new Redis({
-            port: now,
-            host: '127.0.0.1',
-            lazyConnect: true,
-            maxRetriesPerRequest: 0,
-            retryStrategy: () => null,
-          });
-          client.on('error', () => {});
+          const client = oneShotClient(now);
           try {
             await client.connect();
             const role = (await client.call('ROLE')) as [string, ...unknown[]];
