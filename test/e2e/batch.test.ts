@@ -1,5 +1,4 @@
-import { LibosError } from '@libos/sdk';
-import { clusterRunner, fanOut, Workflow } from '@libos/sdk';
+import { clusterRunner, fanOut, LibosError, Workflow } from '@libos/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Cluster,

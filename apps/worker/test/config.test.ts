@@ -3,9 +3,9 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BudgetView, ClaimedLaunch } from '@libos/protocol';
 import { redisSettingsFromEnv } from '@libos/redis';
-import { describe, expect, it } from 'vitest';
 import { hostedContext } from '@libos/sdk';
 import { hostedChildEntry } from '@libos/sdk/handoff';
+import { describe, expect, it } from 'vitest';
 import { hostedHandoff } from '../src/child-env.js';
 import { childEnvironment, inheritedEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
 

@@ -12,9 +12,9 @@ import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
 import { Keys } from './keys.js';
 import type { RedisClient } from './redis-client.js';
+import type { ReplicationOptions } from './replica-wait.js';
 import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
-import type { ReplicationOptions } from './replica-wait.js';
 import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { fromRedisError, KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
-import { ReplicaWait, type ReplicationOptions } from './replica-wait.js';
 import type { RedisClient } from './redis-client.js';
+import { type ReplicationOptions, ReplicaWait } from './replica-wait.js';
 
 /** The tree scripts: each is `lib.lua`, the helper modules it needs and its own file; one EVALSHA. */
 export const TREE_SCRIPTS = [

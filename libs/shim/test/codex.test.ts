@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   CodexStream,
-  codexEnding,
   codexArgs,
+  codexEnding,
   codexMcpSettings,
   type ShimOptions,
   type ShimRequest,

@@ -26,17 +26,6 @@ export {
   WorkflowError,
 } from './errors.js';
 export {
-  decodeEntry,
-  encodeEntry,
-  encodeJournalLine,
-  journalEntrySchema,
-  readJournalEntries,
-} from './journal/codec.js';
-export type { JournalEntry } from './journal/entry.js';
-export { fileJournal } from './journal/file.js';
-export { type Journal, type JournalClaim, memoryJournal, sameWork } from './journal/journal.js';
-export { type RedisJournalOptions, redisJournal } from './journal/redis.js';
-export {
   CANCELLED_UNACCOUNTED,
   type EmitLine,
   HANDOFF_VERSION,
@@ -49,6 +38,17 @@ export {
   WORKFLOW_HOST,
 } from './hosted.js';
 export { endingOf, hostedLaunch } from './hosted-launch.js';
+export {
+  decodeEntry,
+  encodeEntry,
+  encodeJournalLine,
+  journalEntrySchema,
+  readJournalEntries,
+} from './journal/codec.js';
+export type { JournalEntry } from './journal/entry.js';
+export { fileJournal } from './journal/file.js';
+export { type Journal, type JournalClaim, memoryJournal, sameWork } from './journal/journal.js';
+export { type RedisJournalOptions, redisJournal } from './journal/redis.js';
 export { type Json, jsonEqual } from './json.js';
 export {
   type Backoff,
