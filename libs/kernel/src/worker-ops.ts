@@ -84,7 +84,8 @@ export class WorkerOps {
       root_pid: rootOf(pid),
       attempt,
       attempt_id: `${pid}:${attempt}`,
-      fence,
+      // the row's: a retried claim that had been applied keeps the first call's fence
+      fence: field(row, 'fence') || fence,
       goal: field(row, 'goal'),
       input: parseInput(row),
       schema: parseSchema(row),

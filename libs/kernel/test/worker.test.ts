@@ -43,6 +43,23 @@ describe('claim', () => {
     expect((await k().admin.getProcess(spawned.pid)).status).toBe('running');
   });
 
+  it('a retried claim whose first call was applied gets the same claim (same fence); another launch does not', async () => {
+    const parent = await root(env);
+    const spawned = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'retried' });
+    const { tokenHash } = mintToken(spawned.pid);
+    const options = { workerId: 'w1', tokenHash, leaseMs: 5000 };
+    // the first call's reply is "lost": the worker only knows the call may have been applied
+    const first = await k().worker.claim(spawned.pid, 1, options);
+    const retried = await k().worker.claim(spawned.pid, 1, options);
+    expect(retried.fence).toBe(first.fence);
+    expect(retried.attempt_id).toBe(first.attempt_id);
+    // the same worker with another launch's token (a duplicate job) is refused as before
+    const other = await refusal(
+      k().worker.claim(spawned.pid, 1, { ...options, tokenHash: mintToken(spawned.pid).tokenHash }),
+    );
+    expect(other.reason).toBe('not_runnable');
+  });
+
   it('claims a launch given no schema with schema null', async () => {
     const parent = await root(env);
     const spawned = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'plain' });

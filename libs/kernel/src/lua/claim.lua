@@ -7,6 +7,11 @@ if not r then fail('not_found', nil, 'no such process ' .. pid) end
 if tonumber(r.attempt) ~= A.attempt then
   fail('failed_precondition', 'superseded', pid .. ' is at attempt ' .. r.attempt .. ', not ' .. A.attempt)
 end
+if r.status == 'running' and r.run == 'live' and r.worker == A.worker and r.th == A.th then
+  -- This very claim (its token hash is minted once per launch) was applied and its reply lost,
+  -- e.g. the connection dropped before a replica confirmed it: the retry gets the same claim.
+  return reply({}, flat_row(pid))
+end
 if r.status ~= 'runnable' or r.run ~= 'queued' then
   fail('failed_precondition', 'not_runnable', pid .. ' is ' .. r.status .. ', not runnable')
 end
