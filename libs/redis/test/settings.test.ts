@@ -13,6 +13,17 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** The message of the RedisConfigError `env` is refused with (fails if it is accepted). */
+function refused(env: Record<string, unknown>): string {
+  try {
+    redisSettingsFromEnv(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(RedisConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('accepted');
+}
+
 describe('redisSettingsFromEnv', () => {
   it('defaults to redis://127.0.0.1:6379 without credentials', () => {
     expect(redisSettingsFromEnv({})).toEqual({
@@ -63,15 +74,6 @@ describe('redisSettingsFromEnv', () => {
   });
 
   it('refuses what it cannot use, naming the variable and never the password', async () => {
-    const refused = (env: Record<string, string>) => {
-      try {
-        redisSettingsFromEnv(env);
-      } catch (error) {
-        expect(error).toBeInstanceOf(RedisConfigError);
-        return (error as Error).message;
-      }
-      throw new Error('accepted');
-    };
     expect(refused({ LIBOS_REDIS_URL: 'http://u:hunter2@h' })).toMatch(/LIBOS_REDIS_URL must be a redis/);
     expect(refused({ LIBOS_REDIS_URL: 'redis:6379' })).toMatch(/LIBOS_REDIS_URL/);
     expect(refused({ LIBOS_REDIS_URL: 'redis://:hunter2@h/x' })).toMatch(/database number.*:\*\*\*@h/);
@@ -98,16 +100,6 @@ describe('redisSettingsFromEnv', () => {
 });
 
 describe('redisSettingsFromEnv with Sentinel', () => {
-  const refused = (env: Record<string, string>) => {
-    try {
-      redisSettingsFromEnv(env);
-    } catch (error) {
-      expect(error).toBeInstanceOf(RedisConfigError);
-      return (error as Error).message;
-    }
-    throw new Error('accepted');
-  };
-
   it('reads the sentinels, the master name, both password files and the replica setting; prints no password', async () => {
     const data = join(dir, 'data-password');
     const sentinel = join(dir, 'sentinel-password');
@@ -191,16 +183,6 @@ describe('redactRedisUrl', () => {
 });
 
 describe('redisSettingsFromEnv: LIBOS_REDIS_CLUSTER_NODES', () => {
-  const refused = (env: Record<string, string>) => {
-    try {
-      redisSettingsFromEnv(env);
-    } catch (error) {
-      expect(error).toBeInstanceOf(RedisConfigError);
-      return (error as Error).message;
-    }
-    throw new Error('accepted');
-  };
-
   it('refuses a cluster with LIBOS_REDIS_MIN_REPLICAS or with sentinels, naming the variables', () => {
     expect(refused({ LIBOS_REDIS_CLUSTER_NODES: 'a:7000', LIBOS_REDIS_MIN_REPLICAS: '1' })).toMatch(
       /LIBOS_REDIS_MIN_REPLICAS is not supported on a Redis Cluster/,
