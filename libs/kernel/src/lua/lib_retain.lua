@@ -27,3 +27,26 @@ end
 
 -- Fields `retain` reads from a row.
 local RETAIN_FIELDS = { 'status', 'parent', 'et', 'ut', 'merged', 'wd' }
+
+-- A parent's wait found its child `child` (row `c`) terminal: `head` is ready with the child's
+-- result (a read handle for the parent, unless data flow withholds it from `clearance`, the
+-- parent's), and the child counts as waited for: it may go once its retention period ends.
+local function answer_wait(P, child, c, head, clearance)
+  head.ready = true
+  if c.result ~= '' then
+    local o = load_object(c.result)
+    if o then
+      if #outside(clearance, jdecode(o.labels, {})) > 0 then
+        head.withheld = 'data_flow'
+      else
+        head.result_oid = c.result
+        if not redis.call('HGET', hkey(P), c.result) then redis.call('HSET', hkey(P), c.result, 'r') end
+      end
+    end
+  end
+  if c.wd ~= '1' then
+    redis.call('HSET', pkey(child), 'wd', 1)
+    c.wd = '1'
+    retain(child, c)
+  end
+end

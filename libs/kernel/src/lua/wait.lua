@@ -7,25 +7,8 @@ local pr = caller_row(P, CORE, A.recheck)
 local c = child_of(P, A.child, { 'status', 'parent', 'result', 'et', 'ut', 'merged', 'wd' })
 local head = { child_pid = A.child, ready = false }
 if TERMINAL[c.status] then
-  head.ready = true
-  if c.result ~= '' then
-    local o = load_object(c.result)
-    if o then
-      if #outside(jdecode(pr.clr, {}), jdecode(o.labels, {})) > 0 then
-        head.withheld = 'data_flow'
-      else
-        head.result_oid = c.result
-        if not redis.call('HGET', hkey(P), c.result) then redis.call('HSET', hkey(P), c.result, 'r') end
-      end
-    end
-  end
+  answer_wait(P, A.child, c, head, jdecode(pr.clr, {}))
   touch(P, pr)
-  -- the parent has its answer: the child may go once its retention period ends
-  if c.wd ~= '1' then
-    redis.call('HSET', pkey(A.child), 'wd', 1)
-    c.wd = '1'
-    retain(A.child, c)
-  end
 elseif A.block and pr.status ~= 'paused' then
   local ws = jdecode(pr.ws, nil)
   if not (pr.status == 'waiting_event' and ws and ws.type == 'child' and ws.child_pid == A.child) then

@@ -17,26 +17,9 @@ for i, child in ipairs(A.children) do
   local c = cs[i]
   local head = { ready = false }
   if TERMINAL[c.status] then
-    head.ready = true
+    clr = clr or jdecode(pr.clr, {})
+    answer_wait(P, child, c, head, clr)
     ended[#ended + 1] = child
-    if c.result ~= '' then
-      local o = load_object(c.result)
-      if o then
-        clr = clr or jdecode(pr.clr, {})
-        if #outside(clr, jdecode(o.labels, {})) > 0 then
-          head.withheld = 'data_flow'
-        else
-          head.result_oid = c.result
-          if not redis.call('HGET', hkey(P), c.result) then redis.call('HSET', hkey(P), c.result, 'r') end
-        end
-      end
-    end
-    -- the parent has its answer: the child may go once its retention period ends
-    if c.wd ~= '1' then
-      redis.call('HSET', pkey(child), 'wd', 1)
-      c.wd = '1'
-      retain(child, c)
-    end
   end
   heads[i] = head
 end
