@@ -35,7 +35,7 @@ const RETENTION_MS = Number(values['retention-ms']);
 const CONCURRENCY = Number(values.concurrency);
 const SAMPLE_MS = Number(values['sample-ms']);
 const SETTLE_MS = Number(values['settle-ms']);
-const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
+const CHILD = fileURLToPath(new URL('./children/trivial.sh', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 process.env.E2E_FROM_DIST = '1';
 
@@ -78,10 +78,10 @@ async function measure(): Promise<{ used_memory: number; dataset: number; keys: 
 }
 
 try {
-  await cluster.admin.putImage('stamp', { command: 'sh', args: [STAMP, '{result_file}'] });
+  await cluster.admin.putImage('trivial', { command: 'sh', args: [CHILD, '{result_file}'] });
   // warm up one child so the queue's keys exist before the baseline is taken
   const warm = await cluster.root('warm', { goal: 'warm', resource_budget: { children: 1 } });
-  const w = await warm.client.spawn({ goal: 'warm', image: 'stamp' });
+  const w = await warm.client.spawn({ goal: 'warm', image: 'trivial' });
   await warm.client.wait({ child_pid: w.pid });
   await warm.client.exit({});
   await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 2_500));
@@ -150,7 +150,7 @@ try {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < CHILDREN) {
         next++;
-        const child = await client.spawn({ goal: 'trivial', image: 'stamp' });
+        const child = await client.spawn({ goal: 'trivial', image: 'trivial' });
         inFlight.add(child.pid);
         const done = await client.wait({ child_pid: child.pid });
         inFlight.delete(child.pid);

@@ -262,9 +262,12 @@ describe('the live tree', () => {
     const page = await newPage();
     await logIn(page);
     const root = await cluster.root('fan out fifty');
-    const children = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => root.client.spawn({ goal: `child ${i}`, image: 'gated' })),
-    );
+    // Spawned concurrently, so their pids come in any order; the tree lists them by pid (creation).
+    const children = (
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) => root.client.spawn({ goal: `child ${i}`, image: 'gated' })),
+      )
+    ).sort((a, b) => Number(a.pid.split('.').pop()) - Number(b.pid.split('.').pop()));
     await page.goto(`${cluster.url}/ui/#/tree/${root.pid}`);
     await page.evaluate(() => {
       (globalThis as unknown as { notReloaded: boolean }).notReloaded = true;

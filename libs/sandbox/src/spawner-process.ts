@@ -162,13 +162,20 @@ function control(request: Exclude<SpawnerRequest, { op: 'run' | 'beat' }>): void
   else entry.control?.[request.op]();
 }
 
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', lineReader(handle));
-process.stdin.on('end', async () => {
+let ending = false;
+async function workerGone(): Promise<void> {
+  if (ending) return;
+  ending = true;
   // The worker is gone: nothing it launched may outlive it.
   for (const entry of runs.values()) entry.control?.signal('SIGKILL');
   await watchdog.close();
   sandbox.close();
   process.exit(0); // the runner's exit cleanup kills what is left and removes the directories
-});
+}
+
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', lineReader(handle));
+process.stdin.on('end', workerGone);
+// EPIPE on a write: the worker died before its end of stdin was seen closed. Same ending, not a crash.
+process.stdout.on('error', workerGone);
 send({ ev: 'ready', report: sandbox.report, describe: sandbox.describe(), tmpdir: tmpdir() });
