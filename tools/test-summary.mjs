@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Sums the vitest JSON reports of every package into the one closing line CI reads:
-// "N passed, N failed" (", N skipped" when any). Exits 1 when a report counts a failure.
+// "N passed, N failed" (", N skipped" when any), after one line per failed test (file, name and
+// the first line of its message), so the end of a CI log names what failed. Exits 1 when a
+// report counts a failure.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -25,6 +27,7 @@ for (const root of roots) {
 let passed = 0;
 let failed = 0;
 let skipped = 0;
+const failures = [];
 for (const file of reports) {
   const r = JSON.parse(readFileSync(file, 'utf8'));
   passed += r.numPassedTests ?? 0;
@@ -33,7 +36,19 @@ for (const file of reports) {
     (t) => t.status === 'failed' && (t.assertionResults ?? []).length === 0,
   ).length;
   failed += (r.numFailedTests ?? 0) + brokenFiles;
+  for (const t of r.testResults ?? []) {
+    const where = t.name ?? file;
+    const broken = t.status === 'failed' && (t.assertionResults ?? []).length === 0;
+    if (broken) failures.push(`${where}: ${firstLine(t.message)}`);
+    for (const a of t.assertionResults ?? [])
+      if (a.status === 'failed') failures.push(`${where} > ${a.fullName}: ${firstLine(a.failureMessages?.[0])}`);
+  }
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 }
+for (const failure of failures) console.log(`FAILED ${failure}`);
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);
+
+function firstLine(text) {
+  return String(text ?? '').split('\n')[0].slice(0, 300);
+}
