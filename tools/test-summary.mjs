@@ -41,7 +41,8 @@ for (const file of reports) {
     const broken = t.status === 'failed' && (t.assertionResults ?? []).length === 0;
     if (broken) failures.push(`${where}: ${firstLine(t.message)}`);
     for (const a of t.assertionResults ?? [])
-      if (a.status === 'failed') failures.push(`${where} > ${a.fullName}: ${firstLine(a.failureMessages?.[0])}`);
+      if (a.status === 'failed')
+        failures.push(`${where} > ${a.fullName}: ${firstLine(a.failureMessages?.[0])}`);
   }
   skipped += (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
 }
@@ -50,5 +51,7 @@ console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped
 process.exit(failed > 0 ? 1 : 0);
 
 function firstLine(text) {
-  return String(text ?? '').split('\n')[0].slice(0, 300);
+  return String(text ?? '')
+    .split('\n')[0]
+    .slice(0, 300);
 }
