@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,9 +6,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AdminClient, ProcessClient } from '@libos/sdk';
 import {
+  exited,
   freePort,
   type SentinelGroup,
   type StartSentinelOptions,
+  spawnOwned,
   startRedis,
   startRedisCluster,
   startSentinelGroup,
@@ -51,7 +53,7 @@ function spawnCli(
   name: string,
   capture?: CapturedOutput,
 ): ChildProcess {
-  const child = spawn(
+  const child = spawnOwned(
     process.execPath,
     [...(process.env.E2E_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...cliEntry(), ...args],
     {
@@ -70,11 +72,6 @@ function spawnCli(
     child.stderr?.on('data', keep);
   }
   return child;
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 async function stop(

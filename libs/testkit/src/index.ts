@@ -1,3 +1,4 @@
+export { exited, spawnOwned } from './children.js';
 export { uniquePrefix } from './names.js';
 export { hostPid, LAST_JOB_PID, SELF_PID } from './processes.js';
 export { freePort, type StartRedisOptions, startRedis, type TestRedis } from './redis.js';

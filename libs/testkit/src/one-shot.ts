@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { Redis } from 'ioredis';
 
 /**
@@ -31,10 +30,4 @@ export async function askOnce(
   } finally {
     client.disconnect();
   }
-}
-
-/** Resolves once `child` has exited (at once if it already has). */
-export function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
 }

@@ -1,9 +1,10 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { askOnce, exited } from './one-shot.js';
+import { exited, spawnOwned } from './children.js';
+import { askOnce } from './one-shot.js';
 import { freePort } from './redis.js';
 
 const run = promisify(execFile);
@@ -109,7 +110,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         // Test passwords only: on the command line, where `ps` shows it.
         ...(password === undefined ? [] : ['--requirepass', password, '--masterauth', password]),
       ];
-      const child = spawn('redis-server', args, { stdio: 'ignore' });
+      const child = spawnOwned('redis-server', args, { stdio: 'ignore' });
       const failed = await new Promise<Error | undefined>((resolve) => {
         child.once('error', resolve);
         setTimeout(() => resolve(undefined), 50);

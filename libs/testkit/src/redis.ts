@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { exited, spawnOwned } from './children.js';
 
 /** A Redis for one test file. `restart` and `kill` exist only when the harness owns the server. */
 export interface TestRedis {
@@ -98,13 +99,7 @@ function launchRedisServer(
   if (socket) args.push('--unixsocket', socket, '--unixsocketperm', '700');
   // Test passwords only: on the command line, where `ps` shows it (libos up writes a 0600 file).
   if (password !== undefined) args.push('--requirepass', password);
-  const child = spawn('redis-server', args, { stdio: 'ignore' });
-  return child;
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
+  return spawnOwned('redis-server', args, { stdio: 'ignore' });
 }
 
 async function startLocalServer(

@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { exited, oneShotClient } from './one-shot.js';
+import { exited, spawnOwned } from './children.js';
+import { oneShotClient } from './one-shot.js';
 import { freePort, type TestRedis } from './redis.js';
 
 /** A primary, its replicas and the sentinels watching them, each a real redis-server on loopback. */
@@ -73,7 +74,7 @@ async function answers(port: number, deadlineMs: number, password?: string): Pro
 }
 
 function launch(args: string[]): ChildProcess {
-  const child = spawn('redis-server', args, { stdio: 'ignore' });
+  const child = spawnOwned('redis-server', args, { stdio: 'ignore' });
   child.once('error', () => {});
   return child;
 }
