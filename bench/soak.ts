@@ -4,7 +4,8 @@
 // `used_memory` and the key count; at the end it waits for the last retention period and the
 // sweep, ends the root, and reports memory and keys against the starting point, the throughput
 // of the first and last 20% of children, and the slowest Redis commands (SLOWLOG above 1 ms),
-// which is where a retention script that held Redis too long would show.
+// which is where a retention script that held Redis too long would show; and the CPU every part
+// spent per child in the first and last 20% (less sensitive than throughput to a busy host).
 //   npm run bench:soak -- --children 200000   (builds, then: node --import tsx --conditions=@libos/source bench/soak.ts)
 // Options: --children N (200000), --retention-ms N (2000), --concurrency N (client spawn+wait
 // pool, 16), --workers N (2), --worker-concurrency N (8 per worker), --sample-ms N (5000),
@@ -12,7 +13,9 @@
 // auto|none (auto: every child in its sandbox, as deployed; none: unconfined children, when the
 // sandbox's per-child cost would make the run too long for the host; retention is what it measures).
 // Writes bench/results/soak.json.
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster } from '@libos/e2e';
@@ -38,6 +41,36 @@ const SETTLE_MS = Number(values['settle-ms']);
 const CHILD = fileURLToPath(new URL('./children/trivial.sh', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 process.env.E2E_FROM_DIST = '1';
+
+/**
+ * CPU ms of everything this run started (Redis, coordinator, workers, their spawners and the
+ * children they reaped) and of this process: a throughput figure depends on what else the host
+ * runs, CPU per child much less, so the first and last fifths are compared by both.
+ */
+function runCpuMs(): number {
+  const stats = new Map<number, { ppid: number; ms: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+      stats.set(Number(entry), { ppid: Number(fields[1]), ms: ticks * 10 });
+    } catch {} // it ended meanwhile
+  }
+  const ours = new Set([process.pid]);
+  let total = 0;
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, stat] of stats)
+      if (!ours.has(pid) && ours.has(stat.ppid)) {
+        ours.add(pid);
+        total += stat.ms;
+        grew = true;
+      }
+  }
+  const self = process.cpuUsage();
+  return total + (self.user + self.system) / 1000;
+}
 
 interface Sample {
   t_s: number;
@@ -117,6 +150,9 @@ try {
     );
   }, SAMPLE_MS);
 
+  const fifthOf = Math.max(1, Math.floor(CHILDREN / 5));
+  const cpu = { start: runCpuMs(), firstEnd: 0, lastStart: 0, end: 0 };
+  const load = { first: 0, last: 0 };
   let next = 0;
   let failures = 0;
   const inFlight = new Set<string>();
@@ -156,10 +192,17 @@ try {
         inFlight.delete(child.pid);
         if (done.status !== 'exited') failures++;
         finishedAt.push(Date.now());
+        if (finishedAt.length === fifthOf) {
+          cpu.firstEnd = runCpuMs();
+          load.first = loadavg()[0] ?? 0;
+        }
+        if (finishedAt.length === CHILDREN - fifthOf) cpu.lastStart = runCpuMs();
       }
     }),
   );
   clearInterval(watchdog);
+  cpu.end = runCpuMs();
+  load.last = loadavg()[0] ?? 0;
   const ranMs = Date.now() - started;
   const peak = samples.reduce((m, s) => (s.used_memory > m.used_memory ? s : m), samples[0] ?? baseline);
 
@@ -204,6 +247,11 @@ try {
     children_per_s: +((finishedAt.length * 1000) / ranMs).toFixed(1),
     throughput_first_20pct_per_s: first,
     throughput_last_20pct_per_s: last,
+    // every part's CPU per child in the first and last fifths, and the 1-min load at their ends
+    cpu_ms_per_child_first_20pct: +((cpu.firstEnd - cpu.start) / fifthOf).toFixed(2),
+    cpu_ms_per_child_last_20pct: +((cpu.end - cpu.lastStart) / fifthOf).toFixed(2),
+    load_first_20pct: +load.first.toFixed(1),
+    load_last_20pct: +load.last.toFixed(1),
     baseline,
     peak: { used_memory: peak.used_memory, keys: peak.keys },
     end,
