@@ -54,7 +54,17 @@ export async function freePort(): Promise<number> {
   });
 }
 
-async function waitForPing(url: string, deadlineMs: number, password?: string): Promise<void> {
+/**
+ * Waits until the server at `url` answers. With `dir`, it must be the server started there: a free
+ * port can be taken by another test's server between `freePort` and the bind (ours then exits),
+ * and that server would answer the ping; `false` says so.
+ */
+async function waitForPing(
+  url: string,
+  deadlineMs: number,
+  password?: string,
+  dir?: string,
+): Promise<boolean> {
   const until = Date.now() + deadlineMs;
   for (;;) {
     const client = new Redis(url, {
@@ -66,7 +76,11 @@ async function waitForPing(url: string, deadlineMs: number, password?: string): 
     client.on('error', () => {}); // failures surface through connect()
     try {
       await client.connect();
-      if ((await client.ping()) === 'PONG') return;
+      if ((await client.ping()) === 'PONG') {
+        if (dir === undefined) return true;
+        const [, served] = (await client.config('GET', 'dir')) as string[];
+        return served === dir;
+      }
     } catch (error) {
       if (Date.now() > until) throw new Error(`redis at ${url} did not answer: ${String(error)}`);
     } finally {
@@ -76,13 +90,16 @@ async function waitForPing(url: string, deadlineMs: number, password?: string): 
   }
 }
 
-function launchRedisServer(
-  port: number,
-  dir: string,
-  aof: false | 'always' | 'everysec',
-  socket: string | undefined,
-  password: string | undefined,
-): ChildProcess {
+/** One local redis-server's settings: what it is launched with, again on a restart. */
+interface ServerSpec {
+  port: number;
+  dir: string;
+  aof: false | 'always' | 'everysec';
+  socket: string | undefined;
+  password: string | undefined;
+}
+
+function launchRedisServer({ port, dir, aof, socket, password }: ServerSpec): ChildProcess {
   const args = [
     '--port',
     String(port),
@@ -108,23 +125,35 @@ async function startLocalServer(
   password: string | undefined,
 ): Promise<TestRedis | undefined> {
   const dir = await mkdtemp(join(tmpdir(), 'libos-redis-'));
-  const port = await freePort();
   const socket = unixSocket ? join(dir, 'redis.sock') : undefined;
-  const url = socket ?? `redis://127.0.0.1:${port}`;
-  let child = launchRedisServer(port, dir, aof, socket, password);
-  const missing = await new Promise<boolean>((resolve) => {
-    child.once('error', () => resolve(true));
-    setTimeout(() => resolve(false), 50);
-  });
-  if (missing) {
-    await rm(dir, { recursive: true, force: true });
-    return undefined;
+  for (let tries = 1; ; tries += 1) {
+    const port = await freePort();
+    const url = socket ?? `redis://127.0.0.1:${port}`;
+    const spec: ServerSpec = { port, dir, aof, socket, password };
+    const child = launchRedisServer(spec);
+    const missing = await new Promise<boolean>((resolve) => {
+      child.once('error', () => resolve(true));
+      setTimeout(() => resolve(false), 50);
+    });
+    if (missing) {
+      await rm(dir, { recursive: true, force: true });
+      return undefined;
+    }
+    if (await waitForPing(url, 10_000, password, socket ? undefined : dir))
+      return serverHandle(child, spec, url);
+    child.kill('SIGKILL');
+    await exited(child);
+    if (tries === 5) throw new Error(`redis-server: ports taken by other servers ${tries} times in a row`);
   }
-  await waitForPing(url, 10_000, password);
+}
+
+function serverHandle(first: ChildProcess, spec: ServerSpec, url: string): TestRedis {
+  const { dir, password } = spec;
+  let child = first;
   const relaunch = async (signal: NodeJS.Signals) => {
     child.kill(signal);
     await exited(child);
-    child = launchRedisServer(port, dir, aof, socket, password);
+    child = launchRedisServer(spec);
     await waitForPing(url, 10_000, password);
   };
   return {
