@@ -1,7 +1,7 @@
 import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
-import { keysMatching, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
 
 const env = useKernel({
   limits: { treeMaxNodes: 1001, treeDefaultNodes: 50, listScanMax: 25, attemptHistory: 3 },
@@ -104,13 +104,12 @@ describe('listing processes', () => {
     const a = (await root(env)).pid;
     await sleep(3);
     const b = (await root(env)).pid;
-    await k().flushIndex();
-    await env.redis.del(...(await keysMatching(env, `${k().keys.index}*`)));
+    await wipeIndex(env);
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([]);
     await k().admin.repairIndex();
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([b, a]);
     const created = Date.parse((await k().admin.getProcess(a)).created_at);
-    expect(Number(await env.redis.zscore(k().keys.indexAll, a))).toBe(created);
+    expect(Number(await env.redis.zscore(k().keys.indexAll(k().keys.indexShardOf(a)), a))).toBe(created);
   });
 
   it('gets the creation time into the index when a later record lands first', async () => {
@@ -118,12 +117,14 @@ describe('listing processes', () => {
     const pid = `${r.pid}.77`;
     const { Scripts } = await import('../src/scripts.js');
     const scripts = new Scripts(env.redis);
-    await scripts.index(k().keys.indexGen, k().keys.index, [[pid, 2, 'running', 0]]);
-    expect(await env.redis.zscore(k().keys.indexStatus('running'), pid)).toBe('0');
-    await scripts.index(k().keys.indexGen, k().keys.index, [[pid, 1, 'runnable', 0, 1234]]);
-    expect(await env.redis.zscore(k().keys.indexAll, pid)).toBe('1234');
-    expect(await env.redis.zscore(k().keys.indexStatus('running'), pid)).toBe('1234');
-    expect(await env.redis.zscore(k().keys.indexStatus('runnable'), pid)).toBeNull();
+    const keys = k().keys;
+    const shard = keys.indexShardOf(pid);
+    await scripts.index(keys.indexGen(shard), keys.index(shard), [[pid, 2, 'running', 0]]);
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'running'), pid)).toBe('0');
+    await scripts.index(keys.indexGen(shard), keys.index(shard), [[pid, 1, 'runnable', 0, 1234]]);
+    expect(await env.redis.zscore(keys.indexAll(shard), pid)).toBe('1234');
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'running'), pid)).toBe('1234');
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'runnable'), pid)).toBeNull();
   });
 
   it('examines a bounded number of candidates per page and still finds a sparse match', async () => {

@@ -105,3 +105,10 @@ export async function keysMatching(env: Env, pattern: string): Promise<string[]>
   const all = await Promise.all(mastersOf(env.client).map((node) => node.keys(pattern)));
   return all.flat();
 }
+
+/** Delete every key of the index, all shards (one DEL per key: a Cluster refuses cross-slot ones). */
+export async function wipeIndex(env: Env): Promise<void> {
+  await env.kernel.flushIndex();
+  const keys = await keysMatching(env, `${env.prefix}{idx*}:*`);
+  await Promise.all(keys.map((key) => env.redis.del(key)));
+}
