@@ -1,4 +1,4 @@
-import type { Kernel, ReaperShards, Recovery } from '@libos/kernel';
+import { type Kernel, REAPER_HOLD_MAX_MS, type ReaperShards, type Recovery } from '@libos/kernel';
 import { launchJobId } from '@libos/protocol';
 import type { Logger } from 'pino';
 import type { Launcher } from './launcher.js';
@@ -15,13 +15,14 @@ export interface ReaperOptions {
   repairEveryMs?: number;
   /**
    * How long this reaper's hold on its index shards lasts without a sweep renewing it (default 3
-   * sweeps): when it dies, the others take its shards within this plus one sweep.
+   * sweeps, at most REAPER_HOLD_MAX_MS): when it dies, the others take its shards within this
+   * plus one sweep.
    */
   holdMs?: number;
 }
 
 /** What one sweep did. */
-export interface SweepReport {
+export interface ReapReport {
   /** The index shards this reaper held (the others' belong to other coordinators). */
   shards: number[];
   recovered: Recovery[];
@@ -49,7 +50,7 @@ export class Reaper {
     private readonly log: Logger,
     private readonly options: ReaperOptions,
   ) {
-    this.shards = kernel.reaperShards(options.holdMs ?? 3 * options.intervalMs);
+    this.shards = kernel.reaperShards(options.holdMs ?? Math.min(3 * options.intervalMs, REAPER_HOLD_MAX_MS));
   }
 
   start(): void {
@@ -72,14 +73,14 @@ export class Reaper {
       .catch((error: unknown) => this.log.warn({ err: error }, 'reaper release failed'));
   }
 
-  async sweep(): Promise<SweepReport> {
+  async sweep(): Promise<ReapReport> {
     const repairEveryMs = this.options.repairEveryMs ?? 60_000;
     if (Date.now() - this.lastRepair >= repairEveryMs) {
       this.lastRepair = Date.now();
       if (await this.shards.repairTurn(repairEveryMs)) await this.kernel.admin.repairIndex();
     }
     const shards = await this.shards.claim();
-    const report: SweepReport = { shards, recovered: [], relaunched: [] };
+    const report: ReapReport = { shards, recovered: [], relaunched: [] };
     if (shards.length === 0) return report;
     report.recovered = await this.kernel.worker.reapExpired(100, shards);
     for (const recovery of report.recovered) {

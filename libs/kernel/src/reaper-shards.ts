@@ -4,7 +4,10 @@ import type { KernelCore } from './core.js';
 import { parseOrThrow } from './errors.js';
 import { ALL_INDEX_SHARDS, INDEX_SHARDS } from './keys.js';
 
-const holdMsSchema = z.number().int().min(100).max(3_600_000);
+/** The bounds of a reaper's hold on its shards (ms). */
+export const REAPER_HOLD_MIN_MS = 100;
+export const REAPER_HOLD_MAX_MS = 86_400_000;
+const holdMsSchema = z.number().int().min(REAPER_HOLD_MIN_MS).max(REAPER_HOLD_MAX_MS);
 
 /**
  * The index shards one coordinator's reaper holds, so coordinators share the sweep of the index
