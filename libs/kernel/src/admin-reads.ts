@@ -45,7 +45,7 @@ function hashTagOf(key: string): string {
 }
 
 /** The results of a pipeline, each failure as a KernelError. */
-async function pipelined(pipeline: {
+export async function pipelined(pipeline: {
   exec(): Promise<[Error | null, unknown][] | null>;
 }): Promise<unknown[]> {
   const results = (await redisCall(pipeline.exec())) ?? [];

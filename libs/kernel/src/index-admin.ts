@@ -1,7 +1,7 @@
 import { PROCESS_STATUSES, type ProcessStatus } from '@libos/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { redisCall } from './admin-reads.js';
+import { pipelined, redisCall } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
 import { mastersOf } from './redis-client.js';
@@ -40,15 +40,11 @@ export class IndexAdmin {
         const pipeline = this.core.redis.pipeline();
         for (const status of PROCESS_STATUSES) pipeline.zcard(keys.indexStatus(shard, status));
         pipeline.hgetall(keys.outcomeCounts(shard));
-        const results = (await redisCall(pipeline.exec())) ?? [];
-        for (const [i, status] of PROCESS_STATUSES.entries()) {
-          const [error, count] = results[i] ?? [null, 0];
-          if (error) throw error;
-          processes[status] += cardinalitySchema.parse(count);
-        }
-        const [error, outcomes] = results[PROCESS_STATUSES.length] ?? [null, {}];
-        if (error) throw error;
-        for (const [type, n] of Object.entries(outcomeCountsSchema.parse(outcomes)))
+        const results = await pipelined(pipeline);
+        for (const [i, status] of PROCESS_STATUSES.entries())
+          processes[status] += cardinalitySchema.parse(results[i]);
+        const outcomes = outcomeCountsSchema.parse(results[PROCESS_STATUSES.length]);
+        for (const [type, n] of Object.entries(outcomes))
           completions[type] = (completions[type] ?? 0) + Number(n);
       }),
     );

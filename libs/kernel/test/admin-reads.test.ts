@@ -1,7 +1,7 @@
-import type { ListProcessesInput, ProcessView } from '@libos/protocol';
+import type { ListProcessesInput } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
-import { refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
+import { listPages, refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
 
 const env = useKernel({
   limits: { treeMaxNodes: 1001, treeDefaultNodes: 50, listScanMax: 25, attemptHistory: 3 },
@@ -17,19 +17,7 @@ async function spawnMany(parent: string, n: number, extra: Record<string, unknow
   return pids;
 }
 
-/** Every page of a listing, following cursors. */
-async function listAll(query: ListProcessesInput): Promise<{ pids: string[]; pages: number }> {
-  const pids: string[] = [];
-  let cursor: string | undefined;
-  let pages = 0;
-  do {
-    const page = await k().admin.listProcesses({ ...query, ...(cursor ? { cursor } : {}) });
-    pids.push(...page.processes.map((p: ProcessView) => p.pid));
-    cursor = page.next_cursor ?? undefined;
-    pages += 1;
-  } while (cursor && pages < 100);
-  return { pids, pages };
-}
+const listAll = (query: ListProcessesInput) => listPages(env, query);
 
 describe('listing processes', () => {
   it('runs newest first, numerically inside a tree (.12 before .2), the root last', async () => {

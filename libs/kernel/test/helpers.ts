@@ -1,4 +1,4 @@
-import type { Launch } from '@libos/protocol';
+import type { Launch, ListProcessesInput } from '@libos/protocol';
 import { startRedis, startRedisCluster, type TestRedis, uniquePrefix } from '@libos/testkit';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
@@ -111,4 +111,21 @@ export async function wipeIndex(env: Env): Promise<void> {
   await env.kernel.flushIndex();
   const keys = await keysMatching(env, `${env.prefix}{idx*}:*`);
   await Promise.all(keys.map((key) => env.redis.del(key)));
+}
+
+/** Every page of an admin listing, following cursors (at most 100 pages). */
+export async function listPages(
+  env: Env,
+  query: ListProcessesInput,
+): Promise<{ pids: string[]; pages: number }> {
+  const pids: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await env.kernel.admin.listProcesses({ ...query, ...(cursor ? { cursor } : {}) });
+    pids.push(...page.processes.map((p) => p.pid));
+    cursor = page.next_cursor ?? undefined;
+    pages += 1;
+  } while (cursor && pages < 100);
+  return { pids, pages };
 }

@@ -1,7 +1,7 @@
-import type { ProcessView } from '@libos/protocol';
+import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { ALL_INDEX_SHARDS, INDEX_SHARDS, KernelError, mintToken } from '../src/index.js';
-import { refusal, root, useKernel, wipeIndex } from './helpers.js';
+import { listPages, refusal, root, useKernel, wipeIndex } from './helpers.js';
 
 // The derived index in shards: a tree's records in its root's shard, listings merged over the
 // shards, counts summed, repair per shard; reapers sharing the shards.
@@ -26,18 +26,7 @@ function newestFirst(views: ProcessView[]): string[] {
     .map((view) => view.pid);
 }
 
-async function listAll(query: Record<string, string | number>) {
-  const pids: string[] = [];
-  let cursor: string | undefined;
-  let pages = 0;
-  do {
-    const page = await k().admin.listProcesses({ ...query, ...(cursor ? { cursor } : {}) });
-    pids.push(...page.processes.map((p) => p.pid));
-    cursor = page.next_cursor ?? undefined;
-    pages += 1;
-  } while (cursor && pages < 100);
-  return { pids, pages };
-}
+const listAll = (query: ListProcessesInput) => listPages(env, query);
 
 describe('the index shards', () => {
   it("puts a tree's records in its root's shard, trees in different shards", async () => {
