@@ -20,14 +20,14 @@ const BATCH_SIZES = [10, 100];
 
 /**
  * Counts every command the client sends, by name (a pipelined command counts as one). Index
- * batches are EVALSHA calls whose key carries the `{idx}` tag: they are counted apart too.
+ * batches are EVALSHA calls whose key carries an index shard's tag `{idx<n>}`: they are counted apart too.
  */
 function countCommands(redis: Redis): Map<string, number> {
   const counts = new Map<string, number>();
   const original = redis.sendCommand.bind(redis) as (...args: unknown[]) => unknown;
   redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
     counts.set(command.name, (counts.get(command.name) ?? 0) + 1);
-    if (command.name === 'evalsha' && String(command.args[2] ?? '').includes('{idx}')) {
+    if (command.name === 'evalsha' && String(command.args[2] ?? '').includes('{idx')) {
       counts.set('index batch', (counts.get('index batch') ?? 0) + 1);
     }
     return original(command, ...rest);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS } from '@libos/kernel';
 import { redisEnvSchema } from '@libos/redis';
 import { z } from 'zod';
 
@@ -22,6 +23,11 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_LONG_POLL_MS: int(25_000),
   /** How often the reaper looks for expired leases and launches that never reached the queue. */
   LIBOS_REAPER_INTERVAL_MS: int(2_000),
+  /**
+   * How long the reaper's hold on its index shards lasts unless a sweep renews it (default 3
+   * sweeps, at most a day): a coordinator that dies leaves its shards to the others this long.
+   */
+  LIBOS_REAPER_HOLD_MS: z.coerce.number().int().min(REAPER_HOLD_MIN_MS).max(REAPER_HOLD_MAX_MS).optional(),
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),

@@ -1,4 +1,4 @@
-import type { Kernel } from '@libos/kernel';
+import { type Kernel, REAPER_HOLD_MAX_MS, type ReaperShards, type Recovery } from '@libos/kernel';
 import { launchJobId } from '@libos/protocol';
 import type { Logger } from 'pino';
 import type { Launcher } from './launcher.js';
@@ -8,30 +8,50 @@ export interface ReaperOptions {
   /** A runnable process older than this whose job is gone is enqueued again. */
   relaunchAfterMs: number;
   /**
-   * How often the derived status and lease indexes are rebuilt from the rows: a worker that died
-   * between its claim and its index write would otherwise hide an expired lease from the sweep.
+   * How often the derived status and lease indexes are rebuilt from the rows (by one coordinator
+   * of the fleet): a worker that died between its claim and its index write would otherwise hide
+   * an expired lease from the sweep.
    */
   repairEveryMs?: number;
+  /**
+   * How long this reaper's hold on its index shards lasts without a sweep renewing it (default 3
+   * sweeps, at most REAPER_HOLD_MAX_MS): when it dies, the others take its shards within this
+   * plus one sweep.
+   */
+  holdMs?: number;
+}
+
+/** What one sweep did. */
+export interface ReapReport {
+  /** The index shards this reaper held (the others' belong to other coordinators). */
+  shards: number[];
+  recovered: Recovery[];
+  /** Launches enqueued again. */
+  relaunched: string[];
 }
 
 /**
  * The coordinator's sweep: expired leases become `paused`/`stale_execution` (or `killed` when a
  * kill was pending) through the kernel, and runnable processes whose launch never reached the
- * queue (a coordinator that died between recording and enqueueing) are enqueued again. Every
- * coordinator may run it: both halves are idempotent.
+ * queue (a coordinator that died between recording and enqueueing) are enqueued again. The
+ * coordinators share it: each sweeps only the index shards it holds (its fair share, see
+ * `ReaperShards`). Both halves are idempotent, so a shard changing hands mid-sweep is harmless.
  */
 export class Reaper {
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private running: Promise<unknown> | undefined;
   private lastRepair = Date.now();
   private lastRelaunch = 0;
+  private readonly shards: ReaperShards;
 
   constructor(
     private readonly kernel: Kernel,
     private readonly launcher: Launcher,
     private readonly log: Logger,
     private readonly options: ReaperOptions,
-  ) {}
+  ) {
+    this.shards = kernel.reaperShards(options.holdMs ?? Math.min(3 * options.intervalMs, REAPER_HOLD_MAX_MS));
+  }
 
   start(): void {
     this.timer = setInterval(() => {
@@ -44,40 +64,53 @@ export class Reaper {
     this.timer.unref();
   }
 
+  /** Stop sweeping and let go of the shards, so the other coordinators take them at once. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+    await this.shards
+      .release()
+      .catch((error: unknown) => this.log.warn({ err: error }, 'reaper release failed'));
   }
 
-  async sweep(): Promise<void> {
-    if (Date.now() - this.lastRepair >= (this.options.repairEveryMs ?? 60_000)) {
+  async sweep(): Promise<ReapReport> {
+    const repairEveryMs = this.options.repairEveryMs ?? 60_000;
+    if (Date.now() - this.lastRepair >= repairEveryMs) {
       this.lastRepair = Date.now();
-      await this.kernel.admin.repairIndex();
+      if (await this.shards.repairTurn(repairEveryMs)) await this.kernel.admin.repairIndex();
     }
-    for (const recovery of await this.kernel.worker.reapExpired()) {
+    const shards = await this.shards.claim();
+    const report: ReapReport = { shards, recovered: [], relaunched: [] };
+    if (shards.length === 0) return report;
+    report.recovered = await this.kernel.worker.reapExpired(100, shards);
+    for (const recovery of report.recovered) {
       this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
     }
     // It reads every runnable row (a few fields each) and old ones' jobs: once per window is enough.
     if (Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
       this.lastRelaunch = Date.now();
-      await this.relaunchLost();
+      report.relaunched = await this.relaunchLost(shards);
     }
+    return report;
   }
 
-  private async relaunchLost(): Promise<void> {
+  private async relaunchLost(shards: number[]): Promise<string[]> {
     const cutoff = Date.now() - this.options.relaunchAfterMs;
+    const relaunched: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await this.kernel.admin.staleLaunches(cutoff, cursor);
+      const page = await this.kernel.admin.staleLaunches(cutoff, cursor, 500, shards);
       for (const { pid, attempt, pool } of page.launches) {
         if (await this.launcher.queue(pool).getJob(launchJobId(pid, attempt))) continue;
         this.log.warn({ pid, attempt }, 'runnable without a job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
-        await this.kernel.admin.launchOf(pid).catch((error: unknown) => {
-          this.log.warn({ pid, err: error }, 'relaunch refused');
-        });
+        await this.kernel.admin.launchOf(pid).then(
+          () => relaunched.push(pid),
+          (error: unknown) => this.log.warn({ pid, err: error }, 'relaunch refused'),
+        );
       }
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
+    return relaunched;
   }
 }

@@ -98,6 +98,7 @@ export async function startCoordinator(
   const reaper = new Reaper(parts.kernel, parts.launcher, reaperLogger, {
     intervalMs: config.LIBOS_REAPER_INTERVAL_MS,
     relaunchAfterMs: config.LIBOS_RELAUNCH_AFTER_MS,
+    ...(config.LIBOS_REAPER_HOLD_MS === undefined ? {} : { holdMs: config.LIBOS_REAPER_HOLD_MS }),
   });
   reaper.start();
   await parts.memoryGuard.start();

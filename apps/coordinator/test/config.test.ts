@@ -30,6 +30,17 @@ describe('loadCoordinatorConfig', () => {
     expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_ADMIN_TOKEN).toBe(TOKEN);
   });
 
+  it("bounds the reaper's hold on its shards: 100 ms to a day, default 3 sweeps", () => {
+    expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_REAPER_HOLD_MS).toBeUndefined();
+    expect(
+      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_REAPER_HOLD_MS: '6000' }).LIBOS_REAPER_HOLD_MS,
+    ).toBe(6000);
+    for (const bad of ['99', '86400001', 'soon'])
+      expect(() => loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_REAPER_HOLD_MS: bad })).toThrow(
+        /LIBOS_REAPER_HOLD_MS/,
+      );
+  });
+
   it('refuses both token variables, an unreadable file, a short token, and a bad Redis URL', async () => {
     expect(() =>
       loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token') }),

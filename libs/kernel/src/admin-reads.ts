@@ -26,6 +26,7 @@ import {
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
 import { fromRedisError, KernelError, parseOrThrow } from './errors.js';
+import { ALL_INDEX_SHARDS } from './keys.js';
 import { storedMessage } from './message-tools.js';
 import { budgetOf, field, iso, outcomeOf, type ProcessRow, rowFromFlat, statusOf, viewOf } from './rows.js';
 
@@ -44,7 +45,7 @@ function hashTagOf(key: string): string {
 }
 
 /** The results of a pipeline, each failure as a KernelError. */
-async function pipelined(pipeline: {
+export async function pipelined(pipeline: {
   exec(): Promise<[Error | null, unknown][] | null>;
 }): Promise<unknown[]> {
   const results = (await redisCall(pipeline.exec())) ?? [];
@@ -100,6 +101,16 @@ interface CandidatePage {
   exhausted: boolean;
 }
 type CandidateSource = (after: string | undefined, count: number) => Promise<CandidatePage>;
+/** A member of an index set: its creation time and pid. */
+interface IndexPosition {
+  score: number;
+  pid: string;
+}
+
+/** The index sets' order: newest first, ties by descending pid (Redis's reverse order of members). */
+function newestFirst(a: IndexPosition, b: IndexPosition): number {
+  return b.score - a.score || (a.pid < b.pid ? 1 : a.pid > b.pid ? -1 : 0);
+}
 
 /**
  * The operator's reads: listings with filters, a process's mailbox, objects, subtree and
@@ -164,53 +175,72 @@ export class AdminReads {
     if (q.parent !== undefined) return this.childrenSource(q.parent);
     if (q.root !== undefined) return this.treeSource(q.root);
     const keys = this.core.keys;
-    const key = q.roots
-      ? keys.indexRoots
-      : q.status !== undefined
-        ? keys.indexStatus(q.status)
-        : keys.indexAll;
+    const keyOf = (shard: number) =>
+      q.roots
+        ? keys.indexRoots(shard)
+        : q.status !== undefined
+          ? keys.indexStatus(shard, q.status)
+          : keys.indexAll(shard);
     await redisCall(this.core.index.drain());
-    return (after, count) => this.indexCandidates(key, after, count, q.created_after);
+    return (after, count) => this.indexCandidates(keyOf, after, count, q.created_after);
   }
 
   /**
-   * A page of an index set (scored by creation time), newest first after `after`
-   * (`<score>:<pid>`): first the rest of that score's members (ties run in descending pid
-   * order), then older scores.
+   * A page of an index set (scored by creation time) over index shards, newest first after
+   * `after` (`<score>:<pid>`; ties run in descending pid order). The order is one total order, so
+   * the cursor means the same in every shard: each shard gives its next `count` and the merge
+   * keeps the newest `count`. A page reads at most `count` members per shard.
    */
   async indexCandidates(
-    key: string,
+    keyOf: (shard: number) => string,
     after: string | undefined,
     count: number,
     createdAfter?: number,
+    shards: readonly number[] = ALL_INDEX_SHARDS,
   ): Promise<CandidatePage> {
-    const items: Candidate[] = [];
-    const min = createdAfter === undefined ? '-inf' : `(${createdAfter}`;
-    let max = '+inf';
+    let from: IndexPosition | undefined;
     if (after !== undefined) {
       const match = INDEX_CURSOR.exec(after);
       if (!match?.[1] || !match[2]) throw badCursor(after);
-      const score = Number(match[1]);
-      const last = match[2];
-      if (createdAfter === undefined || score > createdAfter) {
-        const same = await redisCall(this.core.redis.zrange(key, score, score, 'BYSCORE', 'REV'));
+      from = { score: Number(match[1]), pid: match[2] };
+    }
+    const pages = await Promise.all(
+      shards.map((shard) => this.shardCandidates(keyOf(shard), from, count, createdAfter)),
+    );
+    const merged = pages.flatMap((page) => page.items).sort(newestFirst);
+    const items = merged.slice(0, count).map(({ score, pid }) => ({ pid, cursor: `${score}:${pid}` }));
+    return { items, exhausted: merged.length <= count && pages.every((page) => page.exhausted) };
+  }
+
+  /** One shard's next `count` members of an index set after `from`, newest first. */
+  private async shardCandidates(
+    key: string,
+    from: IndexPosition | undefined,
+    count: number,
+    createdAfter: number | undefined,
+  ): Promise<{ items: IndexPosition[]; exhausted: boolean }> {
+    const items: IndexPosition[] = [];
+    const min = createdAfter === undefined ? '-inf' : `(${createdAfter}`;
+    let max = '+inf';
+    if (from !== undefined) {
+      // first the rest of the cursor's score (its members after the cursor's pid), then older
+      if (createdAfter === undefined || from.score > createdAfter) {
+        const same = await redisCall(this.core.redis.zrange(key, from.score, from.score, 'BYSCORE', 'REV'));
         for (const pid of same) {
-          if (pid >= last) continue;
+          if (pid >= from.pid) continue;
           if (items.length === count) return { items, exhausted: false };
-          items.push({ pid, cursor: `${score}:${pid}` });
+          items.push({ score: from.score, pid });
         }
       }
-      max = `(${score}`;
+      max = `(${from.score}`;
     }
     const want = count - items.length;
     if (want <= 0) return { items, exhausted: false };
     const flat = await redisCall(
       this.core.redis.zrange(key, max, min, 'BYSCORE', 'REV', 'LIMIT', 0, want, 'WITHSCORES'),
     );
-    for (let i = 0; i + 1 < flat.length; i += 2) {
-      const pid = flat[i] as string;
-      items.push({ pid, cursor: `${flat[i + 1]}:${pid}` });
-    }
+    for (let i = 0; i + 1 < flat.length; i += 2)
+      items.push({ score: Number(flat[i + 1]), pid: flat[i] as string });
     return { items, exhausted: flat.length / 2 < want };
   }
 

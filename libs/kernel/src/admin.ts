@@ -26,15 +26,14 @@ import {
   type ToolResult,
   type TreeCountsResult,
 } from '@libos/protocol';
-import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import { AdminReads, redisCall } from './admin-reads.js';
 import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
+import { IndexAdmin, type IndexCounts } from './index-admin.js';
+import { ALL_INDEX_SHARDS } from './keys.js';
 import type { ProcessTools } from './process-tools.js';
-import { mastersOf } from './redis-client.js';
 import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
-import type { IndexRecord } from './scripts.js';
 import { mintToken, newRootPid } from './tokens.js';
 
 /** A runnable launch as the reaper checks it against its queue. */
@@ -80,9 +79,11 @@ export class AdminOps {
     private readonly processes: ProcessTools,
   ) {
     this.reads = new AdminReads(core);
+    this.index = new IndexAdmin(core);
   }
 
   private readonly reads: AdminReads;
+  private readonly index: IndexAdmin;
 
   putImage(name: string, spec: unknown): Promise<ImageView> {
     return this.core.images.put(name, spec);
@@ -192,18 +193,22 @@ export class AdminOps {
   /**
    * Worker-driven runnable processes whose row has not changed since `before` (ms since the
    * epoch): launches that may have been recorded but never enqueued (the reaper checks their
-   * jobs). Reads six fields per runnable row, not whole views, a page at a time.
+   * jobs). Reads six fields per runnable row, not whole views, a page at a time, over `shards`
+   * (every index shard, or those the reaper holds).
    */
   async staleLaunches(
     before: number,
     cursor?: string,
     limit = 500,
+    shards: readonly number[] = ALL_INDEX_SHARDS,
   ): Promise<{ launches: StaleLaunch[]; next_cursor: string | null }> {
     await redisCall(this.core.index.drain());
     const candidates = await this.reads.indexCandidates(
-      this.core.keys.indexStatus('runnable'),
+      (shard) => this.core.keys.indexStatus(shard, 'runnable'),
       cursor,
       limit,
+      undefined,
+      shards,
     );
     const page = candidates.items.map((item) => item.pid);
     const last = candidates.items[candidates.items.length - 1];
@@ -287,43 +292,15 @@ export class AdminOps {
   }
 
   /**
-   * Rebuild the status and lease indexes from the rows (they are derived data). SCANs every
-   * master of a Redis Cluster (each holds its share of the trees), or the one server.
+   * Rebuild the status and lease indexes from the rows (they are derived data), every shard;
+   * deletes the unsharded index of an older deployment (see `IndexAdmin.repair`).
    */
-  async repairIndex(): Promise<number> {
-    let count = 0;
-    for (const node of mastersOf(this.core.redis)) count += await this.repairIndexOn(node);
-    return count;
+  repairIndex(): Promise<number> {
+    return this.index.repair();
   }
 
-  /** The rows one server holds; its SCAN's keys live there, so one pipeline on it reads them. */
-  private async repairIndexOn(node: Redis): Promise<number> {
-    const pattern = `${this.core.keys.prefix}{*}:p:*`;
-    let cursor = '0';
-    let count = 0;
-    do {
-      const [next, keys] = await redisCall(node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
-      cursor = next;
-      if (keys.length === 0) continue;
-      const pipeline = node.pipeline();
-      for (const key of keys) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run', 'ct');
-      const records: IndexRecord[] = [];
-      for (const [error, value] of (await redisCall(pipeline.exec())) ?? []) {
-        if (error) continue;
-        const [pid, gen, status, lease, run, created] = indexFieldsSchema.parse(value);
-        if (!pid || !gen || !status) continue;
-        records.push([
-          pid,
-          Number(gen),
-          status,
-          run === 'live' ? Number(lease ?? '0') : 0,
-          Number(created ?? '0'),
-        ]);
-      }
-      if (records.length > 0)
-        await this.core.scripts.index(this.core.keys.indexGen, this.core.keys.index, records);
-      count += records.length;
-    } while (cursor !== '0');
-    return count;
+  /** Processes by status and worker completions by type, summed over the index shards. */
+  indexCounts(): Promise<IndexCounts> {
+    return this.index.counts();
   }
 }

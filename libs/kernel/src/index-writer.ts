@@ -1,16 +1,23 @@
 import type { Keys } from './keys.js';
 import type { IndexRecord, Scripts } from './scripts.js';
 
+/** What one index shard is yet to learn. */
+interface ShardBatch {
+  records: IndexRecord[];
+  /** Worker completions by outcome type. */
+  counts: Map<string, number>;
+}
+
 /**
  * Keeps the global status and lease indexes (admin listing, metrics, the reaper) in step with
- * the rows. Records from many operations are batched into one script call per `batchMs` (or
- * sooner, on `drain()`), so an operation costs one round trip and the index a fraction of one;
- * records carry state_generation, so a late batch cannot regress the index. The index is
- * derived: `Kernel.admin.repairIndex` rebuilds it.
+ * the rows. Records from many operations are batched: one script call per index shard touched
+ * per `batchMs` (or sooner, on `drain()`), so an operation costs one round trip and the index a
+ * fraction of one; a tree's records all go to its root's shard, so the shards spread the load
+ * over slots. Records carry state_generation, so a late batch cannot regress the index. The
+ * index is derived: `Kernel.admin.repairIndex` rebuilds it.
  */
 export class IndexWriter {
-  private queue: IndexRecord[] = [];
-  private counts = new Map<string, number>();
+  private batches = new Map<number, ShardBatch>();
   private timer: NodeJS.Timeout | undefined;
   private inflight = new Set<Promise<void>>();
   failures = 0;
@@ -24,14 +31,25 @@ export class IndexWriter {
 
   push(records: readonly IndexRecord[]): void {
     if (records.length === 0) return;
-    for (const record of records) this.queue.push(record);
+    for (const record of records) this.batchOf(record[0]).records.push(record);
     this.schedule();
   }
 
-  /** Count one worker completion of `outcome` type (for metrics), with the next batch. */
-  count(outcome: string): void {
-    this.counts.set(outcome, (this.counts.get(outcome) ?? 0) + 1);
+  /** Count one worker completion of `outcome` type (for metrics) in `pid`'s shard, with the next batch. */
+  count(pid: string, outcome: string): void {
+    const counts = this.batchOf(pid).counts;
+    counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
     this.schedule();
+  }
+
+  private batchOf(pid: string): ShardBatch {
+    const shard = this.keys.indexShardOf(pid);
+    let batch = this.batches.get(shard);
+    if (!batch) {
+      batch = { records: [], counts: new Map() };
+      this.batches.set(shard, batch);
+    }
+    return batch;
   }
 
   private schedule(): void {
@@ -42,24 +60,28 @@ export class IndexWriter {
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.queue.length === 0 && this.counts.size === 0) return;
-    const batch = this.queue;
-    const counts = Object.fromEntries(this.counts);
-    this.queue = [];
-    this.counts = new Map();
-    const done = this.scripts
-      .index(this.keys.indexGen, this.keys.index, batch, counts)
-      .catch((error: unknown) => {
-        this.failures += 1;
-        this.onError(error);
-      })
-      .finally(() => this.inflight.delete(done));
-    this.inflight.add(done);
+    const batches = this.batches;
+    this.batches = new Map();
+    for (const [shard, batch] of batches) {
+      const done = this.scripts
+        .index(
+          this.keys.indexGen(shard),
+          this.keys.index(shard),
+          batch.records,
+          Object.fromEntries(batch.counts),
+        )
+        .catch((error: unknown) => {
+          this.failures += 1;
+          this.onError(error);
+        })
+        .finally(() => this.inflight.delete(done));
+      this.inflight.add(done);
+    }
   }
 
   /** Resolves when every record pushed so far has been written (or has failed). */
   async drain(): Promise<void> {
-    if (this.queue.length > 0 || this.counts.size > 0) this.flush();
+    if (this.batches.size > 0) this.flush();
     while (this.inflight.size > 0) await Promise.all([...this.inflight]);
   }
 }

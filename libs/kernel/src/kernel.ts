@@ -22,6 +22,7 @@ import { KernelError, parseOrThrow } from './errors.js';
 import { MessageTools } from './message-tools.js';
 import { ObjectTools } from './object-tools.js';
 import { ProcessTools } from './process-tools.js';
+import { ReaperShards } from './reaper-shards.js';
 import type { Retention } from './retention.js';
 import { hashSecret, parseToken } from './tokens.js';
 import type { WakeHub } from './wake-hub.js';
@@ -180,6 +181,14 @@ export class Kernel {
   takeNoticesOnRefusal(pid: string, interrupts: boolean): Promise<Notice[]> {
     parseOrThrow(pidSchema, pid, 'pid');
     return this.messages.takeOnRefusal(pid, interrupts);
+  }
+
+  /**
+   * The index shards this coordinator's reaper holds, shared with the other coordinators' (see
+   * `ReaperShards`): each claim lasts `holdMs` unless renewed.
+   */
+  reaperShards(holdMs: number): ReaperShards {
+    return new ReaperShards(this.core, holdMs);
   }
 
   /** Wait until the status index has caught up with every transition made so far. */

@@ -2,8 +2,29 @@ import { rootOf } from '@libos/protocol';
 import type { WakeTopic } from './wake-hub.js';
 
 /**
+ * Fixed number of index shards: a tree's index records all go to its root's shard, `{idx<n>}`.
+ * Changing it strands the records of the shards that disappear (until `repairIndex`), so it is
+ * a constant of the key layout, not a setting.
+ */
+export const INDEX_SHARDS = 16;
+
+/** Every index shard's number, 0 to INDEX_SHARDS - 1. */
+export const ALL_INDEX_SHARDS: readonly number[] = [...Array(INDEX_SHARDS).keys()];
+
+/** The shard of a tree among `shards` (FNV-1a of its root pid): index and retention shards. */
+export function shardOf(root: string, shards: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < root.length; i++) {
+    hash ^= root.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % shards;
+}
+
+/**
  * The key layout. Every key of one process tree carries the hash tag `{<root>}`, so each script
- * touches one slot and trees spread over shards. Global, derived indexes share the tag `{idx}`.
+ * touches one slot and trees spread over shards. The global, derived indexes are sharded by
+ * tree (`{idx<n>}`), so no one slot carries every transition.
  */
 export class Keys {
   constructor(readonly prefix: string) {}
@@ -58,28 +79,64 @@ export class Keys {
   logTopic(pid: string): WakeTopic {
     return { channel: `${this.treeOf(pid)}lg`, key: pid };
   }
-  get index(): string {
-    return `${this.prefix}{idx}:`;
+  /**
+   * An index shard's base `<prefix>{idx<n>}:`: its `gen`, `s:<status>`, `all`, `roots`,
+   * `leases`, `outcomes` and the `reaper` lock, all in one slot.
+   */
+  index(shard: number): string {
+    return `${this.prefix}{idx${shard}}:`;
   }
-  get indexGen(): string {
-    return `${this.index}gen`;
+  /** The index shard of a process: its tree's. */
+  indexShardOf(pidOrId: string): number {
+    return shardOf(rootOf(pidOrId), INDEX_SHARDS);
   }
-  indexStatus(status: string): string {
-    return `${this.index}s:${status}`;
+  /** Items by the index shard of their process (one script call per shard). */
+  byIndexShard<T>(items: readonly T[], pidOf: (item: T) => string): Map<number, T[]> {
+    const groups = new Map<number, T[]>();
+    for (const item of items) {
+      const shard = this.indexShardOf(pidOf(item));
+      const group = groups.get(shard);
+      if (group) group.push(item);
+      else groups.set(shard, [item]);
+    }
+    return groups;
   }
-  get indexAll(): string {
-    return `${this.index}all`;
+  /** pid -> `<state_generation>:<status>`, the guard of the shard's index. */
+  indexGen(shard: number): string {
+    return `${this.index(shard)}gen`;
+  }
+  indexStatus(shard: number, status: string): string {
+    return `${this.index(shard)}s:${status}`;
+  }
+  indexAll(shard: number): string {
+    return `${this.index(shard)}all`;
   }
   /** Root pids (scored by creation time, like `all`). */
-  get indexRoots(): string {
-    return `${this.index}roots`;
+  indexRoots(shard: number): string {
+    return `${this.index(shard)}roots`;
   }
-  get leases(): string {
-    return `${this.index}leases`;
+  leases(shard: number): string {
+    return `${this.index(shard)}leases`;
   }
-  /** Worker completions by outcome type (derived, for metrics). */
-  get outcomeCounts(): string {
-    return `${this.index}outcomes`;
+  /** Worker completions by outcome type (derived, for metrics; summed over the shards). */
+  outcomeCounts(shard: number): string {
+    return `${this.index(shard)}outcomes`;
+  }
+  /** The lock of the coordinator that reaps the shard (token of its holder). */
+  reaperLock(shard: number): string {
+    return `${this.index(shard)}reaper`;
+  }
+  /** The base of the index before it was sharded (one slot, `{idx}`): `repairIndex` deletes it. */
+  get unshardedIndex(): string {
+    return `${this.prefix}{idx}:`;
+  }
+  /** The live reapers (zset token -> when its claim lapses): how many share the index shards. */
+  get reapers(): string {
+    return `${this.prefix}{reap}:live`;
+  }
+  /** Held by the coordinator whose turn it is to repair the index (one per period, fleet-wide). */
+  get repairTurn(): string {
+    return `${this.prefix}{reap}:repair`;
   }
   /** A retention sweep shard's base `<prefix>{gc<n>}:` (its `trees` zset, `v` hash, `lock`). */
   gcShard(n: number): string {

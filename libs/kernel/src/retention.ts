@@ -3,6 +3,7 @@ import { type ProcessView, pidSchema, rootOf } from '@libos/protocol';
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
 import { fromRedisError, parseOrThrow } from './errors.js';
+import { shardOf } from './keys.js';
 import { luaList } from './lua-json.js';
 import { rowFromFlat, viewOf } from './rows.js';
 import type { GcMark, ScriptReply } from './scripts.js';
@@ -14,14 +15,9 @@ import type { GcMark, ScriptReply } from './scripts.js';
  */
 export const GC_SHARDS = 16;
 
-/** The shard of a tree (FNV-1a of its root pid). */
+/** The retention shard of a tree. */
 export function gcShardOf(root: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < root.length; i++) {
-    hash ^= root.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash % GC_SHARDS;
+  return shardOf(root, GC_SHARDS);
 }
 
 /** What the archive keeps of a process, written before the process is deleted. */
@@ -135,8 +131,7 @@ export class Retention {
       const now = await this.redisNow();
       const due = await this.call(this.core.redis.zrangebyscore(trees, '-inf', now, 'LIMIT', 0, 100));
       if (due.length === 0) continue;
-      const held = await this.core.scripts.shard(trees, base, 'lock', token, maxMs * 3);
-      if (held !== 1) continue;
+      if (!(await this.core.scripts.takeLock(`${base}lock`, token, maxMs * 3))) continue;
       report.shards += 1;
       try {
         for (const root of due) {
@@ -145,7 +140,7 @@ export class Retention {
           report.deleted += await this.sweepTree(root, options.archive);
         }
       } finally {
-        await this.core.scripts.shard(trees, base, 'unlock', token);
+        await this.core.scripts.releaseLock(`${base}lock`, token);
       }
     }
     return report;
@@ -230,7 +225,12 @@ export class Retention {
     if (pids.length === 0) return 0;
     // Records of these pids still pending here would add them back after the drop.
     await this.core.index.drain();
-    await this.core.scripts.indexDrop(this.core.keys.indexGen, this.core.keys.index, pids);
+    const byShard = this.core.keys.byIndexShard(pids, (pid) => pid);
+    await Promise.all(
+      [...byShard].map(([shard, dropped]) =>
+        this.core.scripts.indexDrop(this.core.keys.indexGen(shard), this.core.keys.index(shard), dropped),
+      ),
+    );
     return pids.length;
   }
 

@@ -119,8 +119,8 @@ export function assemble(name: string, read: (file: string) => string = luaSourc
   return parts.join('\n');
 }
 
-/** Scripts on keys of their own (not a tree's): the status index, retention shards. */
-const GLOBAL_SCRIPTS = ['index', 'index_drop', 'gc_shard'] as const;
+/** Scripts on keys of their own (not a tree's): the index and retention shards, their locks. */
+const GLOBAL_SCRIPTS = ['index', 'index_drop', 'gc_shard', 'lock', 'claimants'] as const;
 
 let cachedSources: Map<string, string> | undefined;
 function sources(): Map<string, string> {
@@ -198,9 +198,28 @@ export class Scripts {
     await this.global('index_drop', genKey, base, JSON.stringify(pids));
   }
 
-  /** A retention shard operation (gc_shard.lua): mark, settle, lock, unlock. */
+  /** A retention shard operation (gc_shard.lua): mark, settle. */
   async shard(treesKey: string, base: string, op: string, ...args: (string | number)[]): Promise<number> {
     return z.number().parse(await this.global('gc_shard', treesKey, base, op, ...args));
+  }
+
+  /** Take (or extend) a shard's lock for `ms`; whether this token holds it now (lock.lua). */
+  async takeLock(key: string, token: string, ms: number): Promise<boolean> {
+    return z.number().parse(await this.global('lock', key, 'take', token, ms)) === 1;
+  }
+
+  /** Release a shard's lock if this token holds it (lock.lua). */
+  async releaseLock(key: string, token: string): Promise<void> {
+    await this.global('lock', key, 'release', token);
+  }
+
+  /** Be a live claimant for `ms` more (claimants.lua); how many are live. */
+  async joinClaimants(key: string, token: string, ms: number): Promise<number> {
+    return z.number().parse(await this.global('claimants', key, 'join', token, ms));
+  }
+
+  async leaveClaimants(key: string, token: string): Promise<void> {
+    await this.global('claimants', key, 'leave', token);
   }
 
   private async global(name: string, key: string, ...args: (string | number)[]): Promise<unknown> {

@@ -15,8 +15,10 @@ import {
   rootOf,
 } from '@libos/protocol';
 import { z } from 'zod';
+import { redisCall } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
+import { ALL_INDEX_SHARDS } from './keys.js';
 import {
   budgetOf,
   field,
@@ -159,7 +161,7 @@ export class WorkerOps {
     const head = completeHeadSchema.parse(reply.head);
     // Derived, for metrics, with this completion's index batch: a crash before it is written
     // loses one count, never a completion.
-    this.core.index.count(head.status === 'killed' ? 'killed' : type);
+    this.core.index.count(pid, head.status === 'killed' ? 'killed' : type);
     return {
       status: head.status,
       result_oid: head.result_oid || null,
@@ -169,23 +171,29 @@ export class WorkerOps {
 
   /**
    * Recover attempts whose lease expired (by Redis's clock): paused with reason stale_execution
-   * behind a host-only gate, or killed when a cancel/terminate was pending. Never re-run.
+   * behind a host-only gate, or killed when a cancel/terminate was pending. Never re-run. Looks at
+   * most `limit` expired leases in each of `shards` (the reaper passes the shards it holds).
    */
-  async reapExpired(limit = 100): Promise<Recovery[]> {
+  async reapExpired(limit = 100, shards: readonly number[] = ALL_INDEX_SHARDS): Promise<Recovery[]> {
     await this.core.index.drain();
-    const [seconds, micros] = await this.core.redis.time();
+    const [seconds, micros] = await redisCall(this.core.redis.time());
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    const pids = await this.core.redis.zrangebyscore(this.core.keys.leases, '-inf', now, 'LIMIT', 0, limit);
     const recovered: Recovery[] = [];
-    for (const pid of pids) {
-      const reply = await this.core.run('recover', pid, { pid });
-      const head = recoverHeadSchema.parse(reply.head);
-      if (head.gone) await this.core.redis.zrem(this.core.keys.leases, pid);
-      if (head.recovered) {
-        const status = statusOf(rowFromFlat(reply.rest[0]));
-        recovered.push({ pid, status: status === 'killed' ? 'killed' : 'paused' });
+    for (const shard of shards) {
+      const leases = this.core.keys.leases(shard);
+      const pids = await redisCall(this.core.redis.zrangebyscore(leases, '-inf', now, 'LIMIT', 0, limit));
+      for (const pid of pids) {
+        const reply = await this.core.run('recover', pid, { pid });
+        const head = recoverHeadSchema.parse(reply.head);
+        if (head.gone) await redisCall(this.core.redis.zrem(leases, pid));
+        if (head.recovered) {
+          const status = statusOf(rowFromFlat(reply.rest[0]));
+          recovered.push({ pid, status: status === 'killed' ? 'killed' : 'paused' });
+        }
       }
     }
+    // The recoveries' records leave the lease index before the caller lets go of the shards.
+    await this.core.index.drain();
     return recovered;
   }
 

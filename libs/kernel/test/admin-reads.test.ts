@@ -1,7 +1,7 @@
-import type { ListProcessesInput, ProcessView } from '@libos/protocol';
+import type { ListProcessesInput } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
-import { keysMatching, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { listPages, refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
 
 const env = useKernel({
   limits: { treeMaxNodes: 1001, treeDefaultNodes: 50, listScanMax: 25, attemptHistory: 3 },
@@ -17,19 +17,7 @@ async function spawnMany(parent: string, n: number, extra: Record<string, unknow
   return pids;
 }
 
-/** Every page of a listing, following cursors. */
-async function listAll(query: ListProcessesInput): Promise<{ pids: string[]; pages: number }> {
-  const pids: string[] = [];
-  let cursor: string | undefined;
-  let pages = 0;
-  do {
-    const page = await k().admin.listProcesses({ ...query, ...(cursor ? { cursor } : {}) });
-    pids.push(...page.processes.map((p: ProcessView) => p.pid));
-    cursor = page.next_cursor ?? undefined;
-    pages += 1;
-  } while (cursor && pages < 100);
-  return { pids, pages };
-}
+const listAll = (query: ListProcessesInput) => listPages(env, query);
 
 describe('listing processes', () => {
   it('runs newest first, numerically inside a tree (.12 before .2), the root last', async () => {
@@ -104,13 +92,12 @@ describe('listing processes', () => {
     const a = (await root(env)).pid;
     await sleep(3);
     const b = (await root(env)).pid;
-    await k().flushIndex();
-    await env.redis.del(...(await keysMatching(env, `${k().keys.index}*`)));
+    await wipeIndex(env);
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([]);
     await k().admin.repairIndex();
     expect((await listAll({ roots: 'true', created_after: String(since) })).pids).toEqual([b, a]);
     const created = Date.parse((await k().admin.getProcess(a)).created_at);
-    expect(Number(await env.redis.zscore(k().keys.indexAll, a))).toBe(created);
+    expect(Number(await env.redis.zscore(k().keys.indexAll(k().keys.indexShardOf(a)), a))).toBe(created);
   });
 
   it('gets the creation time into the index when a later record lands first', async () => {
@@ -118,12 +105,14 @@ describe('listing processes', () => {
     const pid = `${r.pid}.77`;
     const { Scripts } = await import('../src/scripts.js');
     const scripts = new Scripts(env.redis);
-    await scripts.index(k().keys.indexGen, k().keys.index, [[pid, 2, 'running', 0]]);
-    expect(await env.redis.zscore(k().keys.indexStatus('running'), pid)).toBe('0');
-    await scripts.index(k().keys.indexGen, k().keys.index, [[pid, 1, 'runnable', 0, 1234]]);
-    expect(await env.redis.zscore(k().keys.indexAll, pid)).toBe('1234');
-    expect(await env.redis.zscore(k().keys.indexStatus('running'), pid)).toBe('1234');
-    expect(await env.redis.zscore(k().keys.indexStatus('runnable'), pid)).toBeNull();
+    const keys = k().keys;
+    const shard = keys.indexShardOf(pid);
+    await scripts.index(keys.indexGen(shard), keys.index(shard), [[pid, 2, 'running', 0]]);
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'running'), pid)).toBe('0');
+    await scripts.index(keys.indexGen(shard), keys.index(shard), [[pid, 1, 'runnable', 0, 1234]]);
+    expect(await env.redis.zscore(keys.indexAll(shard), pid)).toBe('1234');
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'running'), pid)).toBe('1234');
+    expect(await env.redis.zscore(keys.indexStatus(shard, 'runnable'), pid)).toBeNull();
   });
 
   it('examines a bounded number of candidates per page and still finds a sparse match', async () => {

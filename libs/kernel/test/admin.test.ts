@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ROOT_CAPABILITIES, mintToken } from '../src/index.js';
-import { IMAGE, keysMatching, refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { IMAGE, refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
 
 const env = useKernel();
 const k = () => env.kernel;
@@ -152,9 +152,7 @@ describe('the status index', () => {
       report: 1,
       usage: USAGE,
     });
-    await k().flushIndex();
-    const keys = await keysMatching(env, `${k().keys.index}*`);
-    await env.redis.del(...keys);
+    await wipeIndex(env);
     expect((await k().admin.listProcesses({ status: 'exited' })).processes).toEqual([]);
     expect(await k().admin.repairIndex()).toBeGreaterThanOrEqual(2);
     expect(
@@ -166,12 +164,15 @@ describe('the status index', () => {
     const r = await root(env);
     const child = await runningChild(env, r.pid);
     await k().flushIndex();
-    const gen = await env.redis.hget(k().keys.indexGen, child.pid);
+    const shard = k().keys.indexShardOf(child.pid);
+    const gen = await env.redis.hget(k().keys.indexGen(shard), child.pid);
     expect(gen).toBe('2:running');
     // replay the spawn's record (generation 1, runnable) as a late batch would
     const { Scripts } = await import('../src/scripts.js');
-    await new Scripts(env.redis).index(k().keys.indexGen, k().keys.index, [[child.pid, 1, 'runnable', 0]]);
-    expect(await env.redis.hget(k().keys.indexGen, child.pid)).toBe('2:running');
+    await new Scripts(env.redis).index(k().keys.indexGen(shard), k().keys.index(shard), [
+      [child.pid, 1, 'runnable', 0],
+    ]);
+    expect(await env.redis.hget(k().keys.indexGen(shard), child.pid)).toBe('2:running');
     const runnable = await k().admin.listProcesses({ status: 'runnable', limit: 1000 });
     expect(runnable.processes.map((p) => p.pid)).not.toContain(child.pid);
   });

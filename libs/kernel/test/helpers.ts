@@ -1,4 +1,4 @@
-import type { Launch } from '@libos/protocol';
+import type { Launch, ListProcessesInput } from '@libos/protocol';
 import { startRedis, startRedisCluster, type TestRedis, uniquePrefix } from '@libos/testkit';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
@@ -104,4 +104,28 @@ export async function refusal(promise: Promise<unknown>): Promise<KernelError> {
 export async function keysMatching(env: Env, pattern: string): Promise<string[]> {
   const all = await Promise.all(mastersOf(env.client).map((node) => node.keys(pattern)));
   return all.flat();
+}
+
+/** Delete every key of the index, all shards (one DEL per key: a Cluster refuses cross-slot ones). */
+export async function wipeIndex(env: Env): Promise<void> {
+  await env.kernel.flushIndex();
+  const keys = await keysMatching(env, `${env.prefix}{idx*}:*`);
+  await Promise.all(keys.map((key) => env.redis.del(key)));
+}
+
+/** Every page of an admin listing, following cursors (at most 100 pages). */
+export async function listPages(
+  env: Env,
+  query: ListProcessesInput,
+): Promise<{ pids: string[]; pages: number }> {
+  const pids: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page = await env.kernel.admin.listProcesses({ ...query, ...(cursor ? { cursor } : {}) });
+    pids.push(...page.processes.map((p) => p.pid));
+    cursor = page.next_cursor ?? undefined;
+    pages += 1;
+  } while (cursor && pages < 100);
+  return { pids, pages };
 }

@@ -1,6 +1,6 @@
 import type { Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { keysMatching, root, runningChild, USAGE, useKernel } from './helpers.js';
+import { root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
 
 // The kernel on a real 3-master Redis Cluster (an ioredis Cluster client): the reads that span
 // trees, repairIndex and the wake-ups, with trees on every master. The whole kernel suite runs on
@@ -55,9 +55,18 @@ describe('the kernel on a 3-master Redis Cluster', () => {
     expect(tree.processes).toHaveLength(3);
 
     // The index is derived: wiped, repairIndex finds every row on every master.
-    await env.redis.del(...(await keysMatching(env, `${k().keys.index}*`)));
+    await wipeIndex(env);
     expect((await k().admin.listProcesses({ status: 'exited' })).processes).toEqual([]);
     expect(await k().admin.repairIndex()).toBe(3 * TREES);
+    // The index is in shards, one slot each, spread over the masters: no one slot carries it.
+    const shardsPerMaster = await Promise.all(
+      (env.client as Cluster)
+        .nodes('master')
+        .map(async (node) => (await node.keys(`${env.prefix}{idx*}:gen`)).length),
+    );
+    expect(shardsPerMaster.filter((n) => n > 0).length).toBeGreaterThan(1);
+    // Counts go one pipeline per shard (a pipeline stays in one slot).
+    expect((await k().admin.indexCounts()).processes).toMatchObject({ exited: TREES, runnable: TREES });
     const again = await k().admin.listProcesses({ status: 'exited', limit: 100 });
     expect(again.processes.map((p) => p.pid).sort()).toEqual(running.map((c) => c.pid).sort());
     expect((await k().admin.staleLaunches(Date.now() + 1000)).launches).toHaveLength(TREES);

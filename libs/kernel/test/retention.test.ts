@@ -50,9 +50,10 @@ describe('retention', () => {
     expect((await k().admin.getProcess(unwaited)).status).toBe('exited');
     // its result object and handle went with it
     await k().flushIndex();
-    expect(await env.redis.zscore(k().keys.indexStatus('exited'), waited)).toBeNull();
-    expect(await env.redis.zscore(k().keys.indexAll, waited)).toBeNull();
-    expect(await env.redis.zscore(k().keys.indexStatus('exited'), unwaited)).not.toBeNull();
+    const shard = k().keys.indexShardOf(r.pid);
+    expect(await env.redis.zscore(k().keys.indexStatus(shard, 'exited'), waited)).toBeNull();
+    expect(await env.redis.zscore(k().keys.indexAll(shard), waited)).toBeNull();
+    expect(await env.redis.zscore(k().keys.indexStatus(shard, 'exited'), unwaited)).not.toBeNull();
 
     // The root ends: the unwaited child can no longer be asked for; both go, and the tree with them.
     await k().tools.process_exit({ pid: r.pid }, { payload: 'done' });
@@ -64,8 +65,8 @@ describe('retention', () => {
     expect((await refusal(k().admin.getProcess(r.pid))).code).toBe('not_found');
     expect(await treeKeys(r.pid)).toEqual([]);
     await k().flushIndex();
-    expect(await env.redis.zscore(k().keys.indexAll, r.pid)).toBeNull();
-    expect(await env.redis.hget(k().keys.indexGen, unwaited)).toBeNull();
+    expect(await env.redis.zscore(k().keys.indexAll(shard), r.pid)).toBeNull();
+    expect(await env.redis.hget(k().keys.indexGen(shard), unwaited)).toBeNull();
   });
 
   it('keeps a child its live parent is blocked waiting on', async () => {

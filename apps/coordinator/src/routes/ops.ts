@@ -45,19 +45,12 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
   );
 
   app.get('/metrics', { schema: { tags: ['ops'] } }, async (_request, reply) => {
-    const { metrics, kernel, redis, launcher } = deps;
-    // This coordinator's own index records are batched: write them before counting.
-    await kernel.flushIndex();
-    const pipeline = redis.pipeline();
-    for (const status of PROCESS_STATUSES) pipeline.zcard(kernel.keys.indexStatus(status));
-    const counts = (await pipeline.exec()) ?? [];
-    PROCESS_STATUSES.forEach((status, i) => {
-      const count = counts[i]?.[1];
-      if (typeof count === 'number') metrics.processesByStatus.set({ status }, count);
-    });
-    for (const [type, count] of Object.entries(await redis.hgetall(kernel.keys.outcomeCounts))) {
-      metrics.completions.set({ type }, Number(count));
-    }
+    const { metrics, kernel, launcher } = deps;
+    // Summed over the index shards, this coordinator's pending index records written first.
+    const counts = await kernel.admin.indexCounts();
+    for (const status of PROCESS_STATUSES)
+      metrics.processesByStatus.set({ status }, counts.processes[status]);
+    for (const [type, count] of Object.entries(counts.completions)) metrics.completions.set({ type }, count);
     for (const queue of launcher.knownQueues()) {
       const jobCounts = await queue.getJobCounts(...JOB_STATES);
       const pool = queue.name.replace(/^launch-/, '');

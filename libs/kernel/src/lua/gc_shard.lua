@@ -1,15 +1,13 @@
 -- A retention sweep shard: which trees have processes due, and when. Trees are spread over a
 -- fixed number of shards by their root pid; each shard is claimed by one coordinator at a time.
 -- KEYS[1] = <prefix>{gc<n>}:trees (zset root -> when its next due process may go), ARGV[1] =
--- <prefix>{gc<n>}: (the shard's base: `v` hash root -> due-set version seen, `lock`), ARGV[2] = op:
+-- <prefix>{gc<n>}: (the shard's base: `v` hash root -> due-set version seen), ARGV[2] = op:
 --   mark    ARGV[3] = JSON [[root, at, v], ...]: trees whose scripts recorded due processes
 --           (the earlier time wins; the newest version is kept)
 --   settle  ARGV[3] = root, ARGV[4] = v (the version the sweep read), ARGV[5] = next ('' none):
 --           after a sweep of the tree; a mark newer than v is kept (it may name work the sweep
 --           did not see), otherwise the tree's time becomes `next` or it leaves the shard
---   lock    ARGV[3] = token, ARGV[4] = ms: claim the shard (1) or not (0)
---   unlock  ARGV[3] = token: release the shard if this token holds it
--- Reply: 1/0 (lock, unlock), 1 otherwise. Publishes nothing.
+-- The shard's `lock` (one sweeper at a time) is lock.lua's. Reply: 1. Publishes nothing.
 local base, op = ARGV[1], ARGV[2]
 if op == 'mark' then
   for _, m in ipairs(cjson.decode(ARGV[3])) do
@@ -30,14 +28,5 @@ elseif op == 'settle' then
     redis.call('HDEL', base .. 'v', root)
   end
   return 1
-elseif op == 'lock' then
-  if redis.call('SET', base .. 'lock', ARGV[3], 'NX', 'PX', ARGV[4]) then return 1 end
-  return 0
-elseif op == 'unlock' then
-  if redis.call('GET', base .. 'lock') == ARGV[3] then
-    redis.call('DEL', base .. 'lock')
-    return 1
-  end
-  return 0
 end
 return redis.error_reply('gc_shard: unknown op ' .. tostring(op))

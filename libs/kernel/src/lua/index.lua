@@ -1,5 +1,6 @@
--- The global status and lease indexes (derived, repairable). KEYS[1] = <prefix>{idx}:gen,
--- ARGV[1] = <prefix>{idx}:, ARGV[2] = JSON [[pid, gen, status, lease, created?], ...]. A record
+-- One shard of the global status and lease indexes (derived, repairable): the records of the
+-- trees whose root falls in shard n. KEYS[1] = <prefix>{idx<n>}:gen, ARGV[1] = <prefix>{idx<n>}:,
+-- ARGV[2] = JSON [[pid, gen, status, lease, created?], ...]. A record
 -- older than what the index holds (lower state_generation) cannot regress it. ARGV[3] (optional)
 -- = JSON {outcome type: n}: worker completions to add to the metrics counter.
 -- `all`, `roots` (root pids) and `s:<status>` are scored by creation time (ms), so listings run
