@@ -45,7 +45,10 @@ describe('a hosted workflow in a libos child', () => {
     expect(result).toMatchObject({ calls: 2, capacity: 2, host: { pid: workflow.pid } });
 
     const tree = await cluster.admin.processTree(root.pid);
-    const below = tree.nodes.filter((n) => n.parent_pid === workflow.pid);
+    // The workflow launches its agents concurrently: the tree lists them in pid order, which is either.
+    const below = tree.nodes
+      .filter((n) => n.parent_pid === workflow.pid)
+      .sort((a, b) => a.goal.localeCompare(b.goal));
     expect(below.map((n) => [n.image, n.status, n.depth, n.goal])).toEqual([
       ['echo', 'exited', 2, 'first question'],
       ['echo', 'exited', 2, 'second question'],
