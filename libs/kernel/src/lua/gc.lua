@@ -53,8 +53,8 @@ local function drop(pid, r)
   for a = 0, tonumber(r.attempt or '0') or 0 do
     for _, suffix in ipairs(LOG_SUFFIXES) do keys[#keys + 1] = B .. 'log:' .. pid .. ':' .. a .. suffix end
   end
-  redis.call('UNLINK', unpack(keys))
-  budget = budget - #keys
+  -- the cost is the keys that were there: most of the names (mailbox parts, logs) never existed
+  budget = budget - math.max(1, redis.call('UNLINK', unpack(keys)))
   count_status(r.status, -1)
   redis.call('ZREM', B .. 'due', pid)
   if r.parent ~= '' then
