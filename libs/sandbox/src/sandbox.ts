@@ -97,7 +97,10 @@ export class Sandbox {
   ) {}
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
-  static create(settings: SandboxSettings): Sandbox {
+  static create(given: SandboxSettings): Sandbox {
+    // bwrap by its path, found once: by name every launch's exec searched PATH (16 failed execs).
+    const bwrap = findProgram(given.bwrap, process.cwd(), process.env.PATH) ?? given.bwrap;
+    const settings = { ...given, bwrap };
     if (settings.mode === 'none') {
       const report: IsolationReport = {
         level: 'none',
@@ -345,6 +348,11 @@ function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: fa
 }
 
 function requireProgram(command: string, cwd: string, path: string | undefined): void {
+  if (findProgram(command, cwd, path) === undefined) throw new Error(`spawn ${command} ENOENT`);
+}
+
+/** The executable file `command` names, as exec would find it (PATH unless it has a slash). */
+function findProgram(command: string, cwd: string, path: string | undefined): string | undefined {
   const candidates = command.includes('/')
     ? [command.startsWith('/') ? command : `${cwd}/${command}`]
     : (path ?? '/usr/bin:/bin')
@@ -354,10 +362,10 @@ function requireProgram(command: string, cwd: string, path: string | undefined):
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return;
+      if (statSync(candidate).isFile()) return candidate;
     } catch {}
   }
-  throw new Error(`spawn ${command} ENOENT`);
+  return undefined;
 }
 
 function requireReal(path: string, what: string): void {
