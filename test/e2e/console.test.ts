@@ -247,8 +247,13 @@ describe('the processes list', () => {
     // the status filter asks the server: the paused roots only (the root above is running)
     await page.getByLabel('Status').selectOption('paused');
     await row.waitFor({ state: 'detached' });
-    expect(new Set(await page.locator('table.list tbody td .status').allTextContents())).toEqual(
-      new Set(['paused']),
+    // the list re-renders from the server's answer: wait until it shows paused roots only
+    await eventually(
+      async () => {
+        const statuses = await page.locator('table.list tbody td .status').allTextContents();
+        return statuses.length > 0 && statuses.every((status) => status === 'paused') ? true : undefined;
+      },
+      { what: 'the paused roots only' },
     );
     await page.getByLabel('Status').selectOption('running');
     await row.waitFor();

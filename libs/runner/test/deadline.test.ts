@@ -170,7 +170,9 @@ describe('contractRun: pausing the clock', () => {
     });
     expect(classified.terminal).toEqual({ type: 'captured' });
     expect(classified.report).toBe('resumed');
-    expect(took).toBeGreaterThanOrEqual(700 + 200 - 10);
+    // Stopped until the resume at 700 ms, past its 500 ms deadline, yet captured. (Its 200 ms of
+    // work may run before the pause lands when the pause travels through a busy spawner.)
+    expect(took).toBeGreaterThanOrEqual(700 - 10);
   });
 
   it('stops the whole group: a grandchild makes no progress while paused', async () => {
