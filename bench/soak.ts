@@ -101,6 +101,19 @@ await redis.config('SET', 'slowlog-log-slower-than', '1000');
 await redis.config('SET', 'slowlog-max-len', '1024');
 await redis.slowlog('RESET');
 
+/** Runs `one` `count` times, `--concurrency` at a time (the client pool). */
+async function inPool(count: number, one: () => Promise<void>): Promise<void> {
+  let started = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (started < count) {
+        started++;
+        await one();
+      }
+    }),
+  );
+}
+
 async function measure(): Promise<{ used_memory: number; dataset: number; keys: number }> {
   const info = await redis.info('memory');
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1]);
@@ -118,16 +131,10 @@ try {
   // at LIBOS_QUEUE_EVENTS_MAX entries (a few per launch), is full, as in a cluster in service; it
   // is bounded and does not grow with the children run, which is what the soak measures.
   const warm = await cluster.root('warm', { goal: 'warm', resource_budget: { children: WARM_CHILDREN } });
-  let warmed = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (warmed < WARM_CHILDREN) {
-        warmed += 1;
-        const w = await warm.client.spawn({ goal: 'warm', image: 'trivial' });
-        await warm.client.wait({ child_pid: w.pid });
-      }
-    }),
-  );
+  await inPool(WARM_CHILDREN, async () => {
+    const w = await warm.client.spawn({ goal: 'warm', image: 'trivial' });
+    await warm.client.wait({ child_pid: w.pid });
+  });
   await warm.client.exit({});
   await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 2_500));
   await cluster.admin.gc();
@@ -165,7 +172,6 @@ try {
   const fifthOf = Math.max(1, Math.floor(CHILDREN / 5));
   const cpu = { start: runCpuMs(), firstEnd: 0, lastStart: 0, end: 0 };
   const load = { first: 0, last: 0 };
-  let next = 0;
   let failures = 0;
   const inFlight = new Set<string>();
   // On a loaded host a worker may miss its lease: the child is paused (stale_execution) and never
@@ -194,24 +200,19 @@ try {
     }
     process.exit(2);
   }, 5_000);
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < CHILDREN) {
-        next++;
-        const child = await client.spawn({ goal: 'trivial', image: 'trivial' });
-        inFlight.add(child.pid);
-        const done = await client.wait({ child_pid: child.pid });
-        inFlight.delete(child.pid);
-        if (done.status !== 'exited') failures++;
-        finishedAt.push(Date.now());
-        if (finishedAt.length === fifthOf) {
-          cpu.firstEnd = runCpuMs();
-          load.first = loadavg()[0] ?? 0;
-        }
-        if (finishedAt.length === CHILDREN - fifthOf) cpu.lastStart = runCpuMs();
-      }
-    }),
-  );
+  await inPool(CHILDREN, async () => {
+    const child = await client.spawn({ goal: 'trivial', image: 'trivial' });
+    inFlight.add(child.pid);
+    const done = await client.wait({ child_pid: child.pid });
+    inFlight.delete(child.pid);
+    if (done.status !== 'exited') failures++;
+    finishedAt.push(Date.now());
+    if (finishedAt.length === fifthOf) {
+      cpu.firstEnd = runCpuMs();
+      load.first = loadavg()[0] ?? 0;
+    }
+    if (finishedAt.length === CHILDREN - fifthOf) cpu.lastStart = runCpuMs();
+  });
   clearInterval(watchdog);
   cpu.end = runCpuMs();
   load.last = loadavg()[0] ?? 0;

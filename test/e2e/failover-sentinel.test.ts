@@ -1,7 +1,8 @@
 import { LibosError } from '@libos/sdk';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Cluster,
+  eventually,
   NO_USAGE,
   numberFromRequest,
   READ_REQUEST,
@@ -139,13 +140,14 @@ describe('a Sentinel failover during spawn+wait cycles (LIBOS_REDIS_MIN_REPLICAS
     // they see it back, which on a busy host can come after the cycles have ended.
     const oldClient = group.client(killedPort);
     try {
-      await vi.waitFor(
+      const role = await eventually(
         async () => {
-          const role = (await oldClient.call('ROLE')) as [string, ...unknown[]];
-          expect(role[0]).toBe('slave');
+          const [name] = (await oldClient.call('ROLE')) as [string, ...unknown[]];
+          return name === 'slave' ? name : undefined;
         },
-        { timeout: 30_000, interval: 200 },
+        { withinMs: 30_000, everyMs: 200, what: 'the old primary to be a replica' },
       );
+      expect(role).toBe('slave');
     } finally {
       oldClient.disconnect();
     }

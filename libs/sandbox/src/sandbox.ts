@@ -98,7 +98,7 @@ export class Sandbox {
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
   static create(given: SandboxSettings): Sandbox {
-    // bwrap by its path, found once: by name every launch's exec searched PATH (16 failed execs).
+    // bwrap by its path, found once: by name, every launch's exec searched PATH first.
     const bwrap = findProgram(given.bwrap, process.cwd(), process.env.PATH) ?? given.bwrap;
     const settings = { ...given, bwrap };
     if (settings.mode === 'none') {
