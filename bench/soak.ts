@@ -97,9 +97,7 @@ const cluster = await Cluster.start({
   },
 });
 const redis = new Redis(cluster.redis.url);
-await redis.config('SET', 'slowlog-log-slower-than', '1000');
 await redis.config('SET', 'slowlog-max-len', '1024');
-await redis.slowlog('RESET');
 
 /** Runs `one` `count` times, `--concurrency` at a time (the client pool). */
 async function inPool(count: number, one: () => Promise<void>): Promise<void> {
@@ -125,6 +123,46 @@ async function measure(): Promise<{ used_memory: number; dataset: number; keys: 
   };
 }
 
+/** Every key's type and `MEMORY USAGE`: the end is compared key by key against the baseline. */
+async function keyMemory(): Promise<Map<string, { type: string; bytes: number }>> {
+  const out = new Map<string, { type: string; bytes: number }>();
+  for await (const keys of redis.scanStream({ count: 1000 }) as AsyncIterable<string[]>)
+    for (const key of keys) {
+      const [type, bytes] = await Promise.all([redis.type(key), redis.memory('USAGE', key, 'SAMPLES', '0')]);
+      out.set(key, { type, bytes: Number(bytes ?? 0) });
+    }
+  return out;
+}
+
+/** `MEMORY STATS`'s figures (allocator and per-db lines left out): where Redis says its bytes go. */
+async function memoryStats(): Promise<Record<string, number>> {
+  const flat = (await redis.call('MEMORY', 'STATS')) as unknown[];
+  const out: Record<string, number> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) {
+    const [name, value] = [String(flat[i]), flat[i + 1]];
+    if (typeof value === 'number' && !/^(allocator|rss|fragmentation|peak)/.test(name)) out[name] = value;
+  }
+  return out;
+}
+
+/** What the end holds beyond the baseline, key by key, largest first. */
+function keyGrowth(
+  before: Map<string, { type: string; bytes: number }>,
+  after: Map<string, { type: string; bytes: number }>,
+): { key: string; type: string; bytes_before: number; bytes_after: number }[] {
+  const rows = [...after].map(([key, { type, bytes }]) => ({
+    key,
+    type,
+    bytes_before: before.get(key)?.bytes ?? 0,
+    bytes_after: bytes,
+  }));
+  for (const [key, { type, bytes }] of before)
+    if (!after.has(key)) rows.push({ key, type, bytes_before: bytes, bytes_after: 0 });
+  return rows
+    .filter((r) => r.bytes_after !== r.bytes_before)
+    .sort((a, b) => Math.abs(b.bytes_after - b.bytes_before) - Math.abs(a.bytes_after - a.bytes_before));
+}
+
 try {
   await cluster.admin.putImage('trivial', { command: 'sh', args: [CHILD, '{result_file}'] });
   // Warm up before the baseline: the queue's keys exist and BullMQ's event stream, a ring capped
@@ -139,9 +177,15 @@ try {
   await new Promise((resolve) => setTimeout(resolve, RETENTION_MS + 2_500));
   await cluster.admin.gc();
   await cluster.admin.gc();
+  // The SLOWLOG keeps each entry's arguments in memory that INFO counts as dataset (1,024 script
+  // calls are ~0.5 MB): it is empty at both ends of the comparison and records the run only.
+  await redis.slowlog('RESET');
   const baseline = await measure();
+  const baselineKeys = await keyMemory();
+  const baselineStats = await memoryStats();
   console.log(`baseline: used_memory ${baseline.used_memory} B, ${baseline.keys} keys`);
 
+  await redis.config('SET', 'slowlog-log-slower-than', '1000');
   const { pid: rootPid, client } = await cluster.root('soak', {
     goal: 'soak',
     resource_budget: { children: CHILDREN + 10 },
@@ -217,6 +261,13 @@ try {
   cpu.end = runCpuMs();
   load.last = loadavg()[0] ?? 0;
   const ranMs = Date.now() - started;
+  const slow = (await redis.slowlog('GET', 1024)) as [number, number, number, string[]][];
+  const slowest = slow
+    .map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') }))
+    .sort((a, b) => b.micros - a.micros)
+    .slice(0, 5);
+  await redis.config('SET', 'slowlog-log-slower-than', '-1');
+  await redis.slowlog('RESET');
   const peak = samples.reduce((m, s) => (s.used_memory > m.used_memory ? s : m), samples[0] ?? baseline);
 
   // the last children's retention period, then the root's own end and retention
@@ -231,6 +282,13 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
   clearInterval(sampler);
+  const growth = keyGrowth(baselineKeys, await keyMemory());
+  const endStats = await memoryStats();
+  const statsChange = Object.fromEntries(
+    Object.entries(endStats)
+      .filter(([name, value]) => value !== baselineStats[name])
+      .map(([name, value]) => [name, { baseline: baselineStats[name], end: value }]),
+  );
   const settledMs = Date.now() - settleStart;
   const rootGone = await cluster.admin.getProcess(rootPid).then(
     () => false,
@@ -242,11 +300,6 @@ try {
     +(((to - from) * 1000) / ((finishedAt[to - 1] ?? 0) - (finishedAt[from] ?? 0) || 1)).toFixed(1);
   const first = rate(0, fifth);
   const last = rate(finishedAt.length - fifth, finishedAt.length);
-  const slow = (await redis.slowlog('GET', 1024)) as [number, number, number, string[]][];
-  const slowest = slow
-    .map(([, , micros, args]) => ({ micros, command: args.slice(0, 2).join(' ') }))
-    .sort((a, b) => b.micros - a.micros)
-    .slice(0, 5);
 
   const result = {
     children: finishedAt.length,
@@ -275,6 +328,9 @@ try {
     },
     settled_s: +(settledMs / 1000).toFixed(1),
     root_deleted: rootGone,
+    // the memory Redis reports per key (MEMORY USAGE), where the end differs from the baseline
+    key_growth: growth.slice(0, 10),
+    memory_stats_change: statsChange,
     slowlog_over_1ms: { count: slow.length, slowest },
     samples,
   };

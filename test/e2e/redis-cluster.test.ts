@@ -184,7 +184,8 @@ describe('process semantics on a 3-master Redis Cluster', () => {
         const listed = await parent.client.listChildren();
         return listed.children.every((c) => c.status === 'running') ? true : undefined;
       },
-      { what: 'the mail children to run' },
+      // four sandboxed launches through two workers: slow on a loaded CI host (15 s was not enough once)
+      { what: 'the mail children to run', withinMs: 60_000 },
     );
     for (const [i, child] of children.entries()) {
       await parent.client.send({ to: child.pid, body: `hello-${i}` });
