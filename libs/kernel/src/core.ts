@@ -83,6 +83,9 @@ export interface KernelLimits {
   terminateBatch: number;
 }
 
+/** The largest `terminateBatch` a setting may ask for (LIBOS_TERMINATE_BATCH). */
+export const TERMINATE_BATCH_MAX = 100_000;
+
 export const DEFAULT_LIMITS: KernelLimits = {
   mailboxMax: 10_000,
   mailboxMaxBytes: 64 * 1024 * 1024,
