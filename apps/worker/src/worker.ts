@@ -80,7 +80,7 @@ export async function startWorker(
     // claim lost in a failover would let a second worker run the same attempt.
     replication: config.redis.replication,
     limits: { terminateBatch: config.terminateBatch },
-    onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
+    onError: (error) => log.warn({ err: String(error) }, 'kernel background work failed'),
   });
   const context: AttemptContext = {
     kernel,

@@ -126,7 +126,7 @@ export interface KernelOptions {
    * coordinator enqueues them in one round trip. Omitted: `onLaunch` is called for each.
    */
   onLaunches?: (launches: Launch[]) => void | Promise<void>;
-  /** Background failures (index batches). */
+  /** Background failures (index batches, retention marks, a cascade left to the retention sweep). */
   onError?: (error: unknown) => void;
   /**
    * Replicas that must confirm (`WAIT`) each state change before it is answered (from
