@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULT_LIMITS, REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS, TERMINATE_BATCH_MAX } from '@libos/kernel';
+import { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS, terminateBatchSchema } from '@libos/kernel';
 import { redisEnvSchema } from '@libos/redis';
 import { z } from 'zod';
 
@@ -85,12 +85,7 @@ export const coordinatorConfigSchema = z.object({
    * Children one Redis script ends at most when their parent ends (exit, signal, a worker's
    * completion): a wider or deeper tree is ended in further calls, so none holds Redis long.
    */
-  LIBOS_TERMINATE_BATCH: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(TERMINATE_BATCH_MAX)
-    .default(DEFAULT_LIMITS.terminateBatch),
+  LIBOS_TERMINATE_BATCH: terminateBatchSchema,
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

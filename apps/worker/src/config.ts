@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { DEFAULT_LIMITS, TERMINATE_BATCH_MAX } from '@libos/kernel';
+import { terminateBatchSchema } from '@libos/kernel';
 import { type RedisSettings, redisEnvSchema, redisSettings } from '@libos/redis';
 import { z } from 'zod';
 import { type IsolationConfig, isolationConfig, isolationEnvShape } from './isolation.js';
@@ -46,12 +46,7 @@ export const workerEnvSchema = z.object({
    */
   LIBOS_HOSTED_CALLS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   /** Children one Redis script ends at most when a completion ends their parent (as the coordinator's). */
-  LIBOS_TERMINATE_BATCH: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(TERMINATE_BATCH_MAX)
-    .default(DEFAULT_LIMITS.terminateBatch),
+  LIBOS_TERMINATE_BATCH: terminateBatchSchema,
   /** `/metrics` and `/healthz` on this port (for probes and scrapes); none when unset. */
   LIBOS_WORKER_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   LIBOS_WORKER_HOST: z.string().min(1).default('127.0.0.1'),

@@ -7,6 +7,7 @@ import {
   PID_PATTERN,
   rootOf,
 } from '@libos/protocol';
+import { z } from 'zod';
 import { KernelError } from './errors.js';
 import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
@@ -83,9 +84,6 @@ export interface KernelLimits {
   terminateBatch: number;
 }
 
-/** The largest `terminateBatch` a setting may ask for (LIBOS_TERMINATE_BATCH). */
-export const TERMINATE_BATCH_MAX = 100_000;
-
 export const DEFAULT_LIMITS: KernelLimits = {
   mailboxMax: 10_000,
   mailboxMaxBytes: 64 * 1024 * 1024,
@@ -109,6 +107,17 @@ export const DEFAULT_LIMITS: KernelLimits = {
   waitChildrenMax: 1_024,
   terminateBatch: 200,
 };
+
+/**
+ * A `terminateBatch` setting (the coordinator's and the worker's LIBOS_TERMINATE_BATCH): 1 to
+ * 100,000 children per script call, default 200.
+ */
+export const terminateBatchSchema = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(100_000)
+  .default(DEFAULT_LIMITS.terminateBatch);
 
 export interface KernelOptions {
   /** An ioredis client without a `keyPrefix` of its own. The kernel never closes it. */
