@@ -85,7 +85,8 @@ export class IndexAdmin {
       const found: string[] = [];
       for (const key of scanned) {
         const queue = CASCADE_QUEUE.exec(key);
-        if (queue?.[1]) this.core.retention.mark(queue[1], { at: Date.now(), v: 0 });
+        // due since forever: the sweep takes it first, whatever the clocks say
+        if (queue?.[1]) this.core.retention.mark(queue[1], { at: 0, v: 0 });
         else found.push(key);
       }
       if (found.length === 0) continue;
