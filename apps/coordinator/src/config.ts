@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS } from '@libos/kernel';
+import { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS, terminateBatchSchema } from '@libos/kernel';
 import { redisEnvSchema } from '@libos/redis';
 import { z } from 'zod';
 
@@ -81,6 +81,11 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_SPAWN_BATCH_MAX: int(256),
   /** Children one `wait_children` call names at most. */
   LIBOS_WAIT_CHILDREN_MAX: int(1_024),
+  /**
+   * Children one Redis script ends at most when their parent ends (exit, signal, a worker's
+   * completion): a wider or deeper tree is ended in further calls, so none holds Redis long.
+   */
+  LIBOS_TERMINATE_BATCH: terminateBatchSchema,
   LIBOS_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type CoordinatorConfig = z.infer<typeof coordinatorConfigSchema>;

@@ -168,6 +168,7 @@ export async function buildServer(
       listScanMax: config.LIBOS_LIST_SCAN_MAX,
       spawnBatchMax: config.LIBOS_SPAWN_BATCH_MAX,
       waitChildrenMax: config.LIBOS_WAIT_CHILDREN_MAX,
+      terminateBatch: config.LIBOS_TERMINATE_BATCH,
     },
     onLaunch: async (launch) => {
       showPool(launch.pool);

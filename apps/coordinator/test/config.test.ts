@@ -41,6 +41,17 @@ describe('loadCoordinatorConfig', () => {
       );
   });
 
+  it('bounds LIBOS_TERMINATE_BATCH: 1 to 100,000 children per script, default 200', () => {
+    expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_TERMINATE_BATCH).toBe(200);
+    expect(
+      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_TERMINATE_BATCH: '50' }).LIBOS_TERMINATE_BATCH,
+    ).toBe(50);
+    for (const bad of ['0', '100001', 'many'])
+      expect(() => loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_TERMINATE_BATCH: bad })).toThrow(
+        /LIBOS_TERMINATE_BATCH/,
+      );
+  });
+
   it('refuses both token variables, an unreadable file, a short token, and a bad Redis URL', async () => {
     expect(() =>
       loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_ADMIN_TOKEN_FILE: join(dir, 'admin-token') }),

@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { terminateBatchSchema } from '@libos/kernel';
 import { type RedisSettings, redisEnvSchema, redisSettings } from '@libos/redis';
 import { z } from 'zod';
 import { type IsolationConfig, isolationConfig, isolationEnvShape } from './isolation.js';
@@ -44,6 +45,8 @@ export const workerEnvSchema = z.object({
    * is unlimited (otherwise its remaining `children`, at most this).
    */
   LIBOS_HOSTED_CALLS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  /** Children one Redis script ends at most when a completion ends their parent (as the coordinator's). */
+  LIBOS_TERMINATE_BATCH: terminateBatchSchema,
   /** `/metrics` and `/healthz` on this port (for probes and scrapes); none when unset. */
   LIBOS_WORKER_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
   LIBOS_WORKER_HOST: z.string().min(1).default('127.0.0.1'),
@@ -66,6 +69,8 @@ export interface WorkerConfig {
   childLog: { maxBytes: number; lineBytes: number };
   /** The most agent launches a child's `WORKFLOW_HOST` reserves (`LIBOS_HOSTED_CALLS`). */
   hostedCalls: number;
+  /** Children one kernel script ends at most in a parent's cascade (`LIBOS_TERMINATE_BATCH`). */
+  terminateBatch: number;
   /** Where `/metrics` and `/healthz` listen, when at all. */
   ops?: { host: string; port: number } | undefined;
 }
@@ -98,6 +103,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     isolation: isolationConfig(e),
     childLog: { maxBytes: e.LIBOS_CHILD_LOG_BYTES, lineBytes: e.LIBOS_CHILD_LOG_LINE_BYTES },
     hostedCalls: e.LIBOS_HOSTED_CALLS,
+    terminateBatch: e.LIBOS_TERMINATE_BATCH,
     ops:
       e.LIBOS_WORKER_PORT === undefined
         ? undefined

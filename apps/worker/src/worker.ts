@@ -79,7 +79,8 @@ export async function startWorker(
     // Claims, renewals and completions too are confirmed by LIBOS_REDIS_MIN_REPLICAS replicas: a
     // claim lost in a failover would let a second worker run the same attempt.
     replication: config.redis.replication,
-    onError: (error) => log.warn({ err: String(error) }, 'kernel index update failed'),
+    limits: { terminateBatch: config.terminateBatch },
+    onError: (error) => log.warn({ err: String(error) }, 'kernel background work failed'),
   });
   const context: AttemptContext = {
     kernel,

@@ -7,6 +7,7 @@ import {
   PID_PATTERN,
   rootOf,
 } from '@libos/protocol';
+import { z } from 'zod';
 import { KernelError } from './errors.js';
 import { ImageRegistry } from './images.js';
 import { IndexWriter } from './index-writer.js';
@@ -15,7 +16,13 @@ import type { RedisClient } from './redis-client.js';
 import type { ReplicationOptions } from './replica-wait.js';
 import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
-import { type NoticesDue, type ScriptReply, Scripts, type TreeScript } from './scripts.js';
+import {
+  type NoticesDue,
+  type ScriptReply,
+  Scripts,
+  TERMINATING_SCRIPTS,
+  type TreeScript,
+} from './scripts.js';
 import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
 
 export interface KernelLimits {
@@ -70,6 +77,11 @@ export interface KernelLimits {
   spawnBatchMax: number;
   /** Children one `wait_children` call names at most. */
   waitChildrenMax: number;
+  /**
+   * Children one script call ends at most when their parent ends (and theirs, in a deep tree):
+   * a wider cascade goes on in further calls (`terminate_more`), so none holds Redis long.
+   */
+  terminateBatch: number;
 }
 
 export const DEFAULT_LIMITS: KernelLimits = {
@@ -93,7 +105,19 @@ export const DEFAULT_LIMITS: KernelLimits = {
   attemptHistory: 20,
   spawnBatchMax: 256,
   waitChildrenMax: 1_024,
+  terminateBatch: 200,
 };
+
+/**
+ * A `terminateBatch` setting (the coordinator's and the worker's LIBOS_TERMINATE_BATCH): 1 to
+ * 100,000 children per script call, default 200.
+ */
+export const terminateBatchSchema = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(100_000)
+  .default(DEFAULT_LIMITS.terminateBatch);
 
 export interface KernelOptions {
   /** An ioredis client without a `keyPrefix` of its own. The kernel never closes it. */
@@ -111,7 +135,7 @@ export interface KernelOptions {
    * coordinator enqueues them in one round trip. Omitted: `onLaunch` is called for each.
    */
   onLaunches?: (launches: Launch[]) => void | Promise<void>;
-  /** Background failures (index batches). */
+  /** Background failures (index batches, retention marks, a cascade left to the retention sweep). */
   onError?: (error: unknown) => void;
   /**
    * Replicas that must confirm (`WAIT`) each state change before it is answered (from
@@ -185,17 +209,43 @@ export class KernelCore {
 
   /**
    * One script call on the tree of `pidOrRoot`; its transitions go to the status index. A
-   * `caller` with a proof has its token checked by the script and learns its notices due.
+   * `caller` with a proof has its token checked by the script and learns its notices due. When
+   * the script left a cascade of terminal transitions unfinished (a parent with more children
+   * than `terminateBatch`), it is finished here, batch by batch, before the call is answered.
    */
   async run(name: TreeScript, pidOrRoot: string, args: object, caller?: Caller): Promise<ScriptReply> {
     const root = rootOf(pidOrRoot);
     const proof = caller?.proof;
     const sent = proof ? { ...args, th: proof.tokenHash } : args;
+    const reply = await this.once(name, root, sent);
+    if (proof && reply.noticesDue) proof.noticesDue = reply.noticesDue;
+    if (reply.cascadePending) await this.finishCascade(root);
+    return reply;
+  }
+
+  private async once(name: TreeScript, root: string, args: object): Promise<ScriptReply> {
+    const sent = TERMINATING_SCRIPTS.has(name) ? { ...args, tb: this.limits.terminateBatch } : args;
     const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
     if (reply.gc) this.retention.mark(root, reply.gc);
-    if (proof && reply.noticesDue) proof.noticesDue = reply.noticesDue;
     return reply;
+  }
+
+  /**
+   * Continue a tree's cascade (lua/lib_terminal.lua) one bounded call at a time until its queue
+   * is empty, so the caller of an exit or a signal sees its children ended, each waiter woken by
+   * its own publish, while no one call holds Redis for more than a batch. The tree's mark for the
+   * sweep is written first: if this coordinator dies or Redis fails meanwhile, the sweep finishes
+   * the cascade, and the change the caller asked for stands (a failure here is only reported).
+   */
+  private async finishCascade(root: string): Promise<void> {
+    try {
+      await this.retention.drain();
+      let pending = true;
+      while (pending) pending = (await this.once('terminate_more', root, {})).cascadePending === true;
+    } catch (error) {
+      this.options.onError?.(error);
+    }
   }
 
   /** Hand a recorded launch to the coordinator. */

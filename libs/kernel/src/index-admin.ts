@@ -18,6 +18,8 @@ export interface IndexCounts {
 const rowFieldsSchema = z.array(z.string().nullable());
 const outcomeCountsSchema = z.record(z.string(), z.string());
 const cardinalitySchema = z.number();
+/** A tree's cascade queue, `<prefix>{<root>}:tq`: the root. */
+const CASCADE_QUEUE = /\{([^}]+)\}:tq$/;
 
 /**
  * The index as a whole: counts summed over its shards and its rebuild from the rows. Each shard
@@ -54,12 +56,16 @@ export class IndexAdmin {
   /**
    * Rebuild the status and lease indexes from the rows (they are derived data): SCANs every
    * master of a Redis Cluster (each holds its share of the trees), or the one server, and writes
-   * each batch's records with one script per shard. Then deletes the index of a deployment from
-   * before the index was sharded (`{idx}`), which nothing reads any more.
+   * each batch's records with one script per shard. The same SCAN finds trees whose cascade of
+   * terminal transitions was left unfinished (`tq`, lua/lib_terminal.lua) by a coordinator that
+   * died before it marked the tree for the retention sweep, and marks them (the sweep finishes
+   * the cascade). Then deletes the index of a deployment from before the index was sharded
+   * (`{idx}`), which nothing reads any more.
    */
   async repair(): Promise<number> {
     let count = 0;
     for (const node of mastersOf(this.core.redis)) count += await this.repairOn(node);
+    await this.core.retention.drain();
     const old = this.core.keys.unshardedIndex;
     const names = ['gen', 'all', 'roots', 'leases', 'outcomes', ...PROCESS_STATUSES.map((s) => `s:${s}`)];
     await redisCall(this.core.redis.unlink(...names.map((name) => `${old}${name}`)));
@@ -69,12 +75,20 @@ export class IndexAdmin {
   /** The rows one server holds; its SCAN's keys live there, so one pipeline on it reads them. */
   private async repairOn(node: Redis): Promise<number> {
     const keys = this.core.keys;
-    const pattern = `${keys.prefix}{*}:p:*`;
+    // rows (`p:<pid>`) and cascade queues (`tq`): one pass over the keyspace finds both
+    const pattern = `${keys.prefix}{*}:[pt][:q]*`;
     let cursor = '0';
     let count = 0;
     do {
-      const [next, found] = await redisCall(node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
+      const [next, scanned] = await redisCall(node.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
       cursor = next;
+      const found: string[] = [];
+      for (const key of scanned) {
+        const queue = CASCADE_QUEUE.exec(key);
+        // due since forever: the sweep takes it first, whatever the clocks say
+        if (queue?.[1]) this.core.retention.mark(queue[1], { at: 0, v: 0 });
+        else found.push(key);
+      }
       if (found.length === 0) continue;
       const pipeline = node.pipeline();
       for (const key of found) pipeline.hmget(key, 'pid', 'gen', 'status', 'lease', 'run', 'ct');

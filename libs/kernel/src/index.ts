@@ -15,6 +15,7 @@ export {
   DEFAULT_LIMITS,
   type KernelLimits,
   type KernelOptions,
+  terminateBatchSchema,
 } from './core.js';
 export { KernelError } from './errors.js';
 export type { IndexCounts } from './index-admin.js';

@@ -33,6 +33,7 @@ export const TREE_SCRIPTS = [
   'mail_peek',
   'log_append',
   'log_read',
+  'terminate_more',
 ] as const;
 export type TreeScript = (typeof TREE_SCRIPTS)[number];
 
@@ -67,6 +68,7 @@ const headSchema = z.looseObject({
   idx: luaList(indexRecordSchema).optional(),
   nd: z.object({ i: z.number(), n: z.number() }).optional(),
   gc: gcMarkSchema.optional(),
+  tq: z.boolean().optional(),
 });
 
 /** Whether notices are due to a token-proven caller (interrupts, normal messages). */
@@ -86,6 +88,8 @@ export interface ScriptReply {
   noticesDue?: NoticesDue;
   /** Processes of the tree became due for deletion (retention). */
   gc?: GcMark;
+  /** The tree's cascade of terminal transitions has work left (continue it: `terminate_more`). */
+  cascadePending?: boolean;
 }
 
 /** Shared helper modules, in dependency order; a script names those it needs on its first line. */
@@ -108,11 +112,17 @@ const REQUIRES: Record<string, readonly string[]> = {
   spawn: ['caps', 'budget', 'objects', 'rows'],
 };
 
+/** The helper modules a script names on its `-- needs:` line, and what they need. */
+function needsOf(body: string): Set<string> {
+  const needs = new Set(/^-- needs: (.*)$/m.exec(body)?.[1]?.split(/\s+/) ?? []);
+  for (const module of [...needs]) for (const dep of REQUIRES[module] ?? []) needs.add(dep);
+  return needs;
+}
+
 /** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */
 export function assemble(name: string, read: (file: string) => string = luaSource): string {
   const body = read(name);
-  const needs = new Set(/^-- needs: (.*)$/m.exec(body)?.[1]?.split(/\s+/) ?? []);
-  for (const module of [...needs]) for (const dep of REQUIRES[module] ?? []) needs.add(dep);
+  const needs = needsOf(body);
   const parts = [read('lib')];
   for (const module of LIB_MODULES) if (needs.has(module)) parts.push(read(`lib_${module}`));
   parts.push(body);
@@ -130,6 +140,14 @@ function sources(): Map<string, string> {
   }
   return cachedSources;
 }
+
+/**
+ * Tree scripts that may end processes (they include lib_terminal.lua), so may run a cascade of
+ * terminal transitions: they take its bound per call, `tb` (LIBOS_TERMINATE_BATCH).
+ */
+export const TERMINATING_SCRIPTS: ReadonlySet<TreeScript> = new Set(
+  TREE_SCRIPTS.filter((name) => needsOf(luaSource(name)).has('terminal')),
+);
 
 /** Loads the Lua scripts into an ioredis client with `defineCommand` and calls them. */
 export class Scripts {
@@ -167,13 +185,14 @@ export class Scripts {
     if (replicas) await replicas.confirm(`the ${name} script's change`);
     if (!Array.isArray(raw) || typeof raw[0] !== 'string')
       throw new KernelError('internal', `script ${name}: bad reply`);
-    const { idx, nd, gc, ...head } = headSchema.parse(JSON.parse(raw[0]));
+    const { idx, nd, gc, tq, ...head } = headSchema.parse(JSON.parse(raw[0]));
     return {
       head,
       rest: raw.slice(1),
       index: idx ?? [],
       ...(nd ? { noticesDue: { interrupt: nd.i === 1, normal: nd.n === 1 } } : {}),
       ...(gc ? { gc } : {}),
+      ...(tq ? { cascadePending: true } : {}),
     };
   }
 

@@ -15,6 +15,12 @@ end
 if r.status ~= 'runnable' or r.run ~= 'queued' then
   fail('failed_precondition', 'not_runnable', pid .. ' is ' .. r.status .. ', not runnable')
 end
+-- A child whose parent has ended never starts: the parent's cascade (lib_terminal.lua), still
+-- under way, kills it with reason parent_terminated. (A deleted parent had no children left.)
+if r.parent ~= '' and TERMINAL[redis.call('HGET', pkey(r.parent), 'status') or 'exited'] then
+  fail('failed_precondition', 'not_runnable', pid .. "'s parent " .. r.parent .. ' has ended: ' .. pid ..
+    ' is being killed (parent_terminated)')
+end
 bump(pid, r, { status = 'running', run = 'live', fence = A.fence, worker = A.worker, th = A.th,
   lease = now() + A.lease_ms, uc = 0, att = attempt_claimed(r, A.worker, A.att_max) })
 return reply({}, flat_row(pid))

@@ -18,7 +18,8 @@
 -- Refusals: failed_precondition/not_terminal (tree, purge: pid, or a descendant in this call's
 -- batch, is live; nothing deleted by this call); not_found (tree, purge: no such process).
 -- Reply head: {deleted: [pid], next: ms|nil (when the next due process may go), v (the due-set
--- version read), gone: bool (the tree is deleted), more: bool (work left within reach now)};
+-- version read), gone: bool (the tree is deleted), more: bool (work left within reach now),
+-- tq: true (a cascade of terminal transitions is unfinished: the kernel continues it)};
 -- peek and tree also return, per process, its flat row and the JSON of its lineage (ancestors,
 -- parent first).
 
@@ -171,10 +172,16 @@ head.more = more
 head.v = tonumber(redis.call('HGET', KEYS[1], 'gcv') or '0')
 -- the tree is gone with its root: its counters go too (nothing else of it is left)
 if redis.call('EXISTS', pkey(ROOT)) == 0 then
-  redis.call('UNLINK', KEYS[1], B .. 'due')
+  redis.call('UNLINK', KEYS[1], B .. 'due', B .. 'tq')
   head.gone = true
 else
   local first = redis.call('ZRANGE', B .. 'due', 0, 0, 'WITHSCORES')
   if first[2] then head.next = tonumber(first[2]) + ret end
+  -- an unfinished cascade of terminal transitions (lib_terminal.lua): the reply's `tq` has the
+  -- kernel finish it, and the tree stays due until a sweep finds none
+  if redis.call('EXISTS', B .. 'tq') == 1 then
+    TQ = true
+    head.next = math.min(head.next or now(), now())
+  end
 end
 return reply(head)

@@ -18,6 +18,9 @@ local EV = {}
 local GC = nil
 -- Notices due to a token-proven caller when its call began (see check_token).
 local ND = nil
+-- The tree's cascade of terminal transitions has work left (lib_terminal.lua): the reply's `tq`
+-- tells the kernel to continue it (terminate_more.lua).
+local TQ = nil
 local NOW = nil
 
 local function now()
@@ -217,6 +220,7 @@ local function reply(head, ...)
   head.nd = ND
   if #EV > 0 then redis.call('SPUBLISH', B .. 'ev', ROOT .. ' ' .. cjson.encode(EV)) end
   head.gc = GC
+  head.tq = TQ
   return { cjson.encode(head), ... }
 end
 

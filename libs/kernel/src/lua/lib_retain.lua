@@ -15,14 +15,25 @@ local function retain_eligible(pid, r)
   return (not ps) or TERMINAL[ps] == true
 end
 
+-- The reply's `gc`: the sweep shard is to visit the tree at `at` (the earliest wins), with a new
+-- due-set version (so a sweep that read an older one keeps the tree marked).
+local function gc_mark(at)
+  local v = redis.call('HINCRBY', KEYS[1], 'gcv', 1)
+  if not GC or at < GC.at then GC = { at = at, v = v } else GC.v = v end
+end
+
 -- Record `pid` as due when it is eligible; the reply's `gc` tells the sweep shard when.
 local function retain(pid, r)
   if not retain_eligible(pid, r) then return end
   local ended = tonumber(r.et or '') or tonumber(r.ut or '') or now()
   redis.call('ZADD', B .. 'due', ended, pid)
-  local v = redis.call('HINCRBY', KEYS[1], 'gcv', 1)
-  local at = ended + (tonumber(redis.call('HGET', KEYS[1], 'ret') or '') or 0)
-  if not GC or at < GC.at then GC = { at = at, v = v } else GC.v = v end
+  gc_mark(ended + (tonumber(redis.call('HGET', KEYS[1], 'ret') or '') or 0))
+end
+
+-- The tree has work for the sweep now that no due process records: an unfinished cascade of
+-- terminal transitions (lib_terminal.lua), which the sweep finishes if its caller does not.
+local function sweep_soon()
+  gc_mark(now())
 end
 
 -- Fields `retain` reads from a row.

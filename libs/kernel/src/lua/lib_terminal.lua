@@ -1,6 +1,17 @@
 -- ---------------------------------------------------------------- terminal transitions
+-- A terminal transition ends the process's live children too (reason parent_terminated), and
+-- theirs. So that a wide or deep tree is not one long script, an ended process with children
+-- goes into the tree's cascade queue `B tq` (zset: parent -> spawn number of its last child
+-- handled, 0 for none yet), and one script call handles at most A.tb children from it
+-- (LIBOS_TERMINATE_BATCH; every child counts: killed, asked to stop, or already ended and
+-- released). Work left in the queue is reported (`tq` in the reply) and continued by
+-- terminate_more.lua, one batch per call; the tree is marked due in its retention shard now, so
+-- the sweep finishes a cascade its caller left unfinished.
 
-local terminalize
+local terminalize, cascade
+-- Children this script call may still handle (the kernel always passes A.tb).
+local CASCADE_LEFT = tonumber(A.tb) or 200
+local CASCADING = false
 
 local function publish_control(pid, r, signal, reason)
   redis.call('SPUBLISH', B .. 'ctl', pid .. ' ' .. cjson.encode({ pid = pid, attempt = tonumber(r.attempt), signal = signal, reason = reason }))
@@ -59,14 +70,51 @@ terminalize = function(pid, r, status, outcome, result_oid)
   else
     release_root(pid, result_oid or '')
   end
-  for _, c in ipairs(redis.call('ZRANGE', kkey(pid), 0, -1)) do
-    local cr = load(c)
-    if TERMINAL[cr.status] then
-      if cr.merged ~= '1' and cr.released ~= '1' then release_memory(c, cr) end
-      retain(c, cr)
-    else
-      kill(c, cr, 'terminate', 'parent_terminated')
-    end
+  if redis.call('EXISTS', kkey(pid)) == 1 then
+    redis.call('ZADD', B .. 'tq', 0, pid)
+    -- a transition made by the cascade only queues: the outermost one runs the cascade
+    if not CASCADING then cascade() end
   end
   retain(pid, r)
+end
+
+-- A child of an ended parent: a live one is ended (or asked to stop), an ended one releases
+-- its unmerged memory and may become due for deletion.
+local function orphan(c)
+  local cr = load(c)
+  if not cr then return end
+  if TERMINAL[cr.status] then
+    if cr.merged ~= '1' and cr.released ~= '1' then release_memory(c, cr) end
+    retain(c, cr)
+  else
+    kill(c, cr, 'terminate', 'parent_terminated')
+  end
+end
+
+-- Handle queued children until the queue is empty or this call's share (CASCADE_LEFT) is used.
+-- Lowest cursor first: a parent just queued (0) comes before one already under way, so a deep
+-- chain is followed down before a wide parent's next batch.
+cascade = function()
+  local q = B .. 'tq'
+  CASCADING = true
+  while CASCADE_LEFT > 0 do
+    local top = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+    local parent, last = top[1], top[2]
+    if not parent then break end
+    local want = CASCADE_LEFT
+    local kids = redis.call('ZRANGEBYSCORE', kkey(parent), '(' .. last, '+inf', 'WITHSCORES', 'LIMIT', 0, want)
+    for i = 1, #kids, 2 do
+      orphan(kids[i])
+      last = kids[i + 1]
+    end
+    CASCADE_LEFT = CASCADE_LEFT - #kids / 2
+    if #kids / 2 < want then
+      redis.call('ZREM', q, parent)
+    else
+      redis.call('ZADD', q, last, parent)
+    end
+  end
+  CASCADING = false
+  TQ = redis.call('EXISTS', q) == 1 or nil
+  if TQ then sweep_soon() end
 end
