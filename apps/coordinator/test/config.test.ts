@@ -41,11 +41,11 @@ describe('loadCoordinatorConfig', () => {
       );
   });
 
-  it('bounds LIBOS_TERMINATE_BATCH: 1 to 100,000 children per script, default 200', () => {
-    expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_TERMINATE_BATCH).toBe(200);
+  it('bounds LIBOS_TERMINATE_BATCH: 1 to 100,000 children per script, default 50', () => {
+    expect(loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN }).LIBOS_TERMINATE_BATCH).toBe(50);
     expect(
-      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_TERMINATE_BATCH: '50' }).LIBOS_TERMINATE_BATCH,
-    ).toBe(50);
+      loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_TERMINATE_BATCH: '200' }).LIBOS_TERMINATE_BATCH,
+    ).toBe(200);
     for (const bad of ['0', '100001', 'many'])
       expect(() => loadCoordinatorConfig({ LIBOS_ADMIN_TOKEN: TOKEN, LIBOS_TERMINATE_BATCH: bad })).toThrow(
         /LIBOS_TERMINATE_BATCH/,

@@ -36,11 +36,11 @@ describe('loadWorkerConfig', () => {
       },
       childLog: { maxBytes: 1_048_576, lineBytes: 16_384 },
       hostedCalls: 1000,
-      terminateBatch: 200,
+      terminateBatch: 50,
     });
     expect(loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_HOSTED_CALLS: '5' }).hostedCalls).toBe(5);
-    expect(loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_TERMINATE_BATCH: '50' }).terminateBatch).toBe(
-      50,
+    expect(loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_TERMINATE_BATCH: '200' }).terminateBatch).toBe(
+      200,
     );
     expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_TERMINATE_BATCH: '0' })).toThrow(
       'LIBOS_TERMINATE_BATCH',

@@ -105,7 +105,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   attemptHistory: 20,
   spawnBatchMax: 256,
   waitChildrenMax: 1_024,
-  terminateBatch: 200,
+  terminateBatch: 50,
 };
 
 /**
