@@ -1,9 +1,12 @@
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { FastifyAdapter } from '@bull-board/fastify';
-import { launchJobSchema } from '@libos/protocol';
+import { launchJobId, launchJobSchema, pidSchema, poolSchema } from '@libos/protocol';
 import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Launcher } from './launcher.js';
 
 export const BOARD_PATH = '/admin/queues';
 
@@ -51,4 +54,30 @@ export async function mountBullBoard(app: FastifyInstance): Promise<BullBoard> {
       );
     },
   };
+}
+
+/** Bull Board's page of one job. */
+export function boardJobPath(queue: string, jobId: string): string {
+  return `${BOARD_PATH}/queue/${encodeURIComponent(queue)}/${encodeURIComponent(jobId)}`;
+}
+
+/**
+ * `/admin/launch-jobs/:pool/:pid/:attempt` redirects to the launch job's board page: which of the
+ * pool's queues holds it depends on the tree and LIBOS_LAUNCH_SHARDS, known here, not in the
+ * console. Registered in the board's scope, behind the same admin auth.
+ */
+export function launchJobRedirect(app: FastifyInstance, launcher: Launcher): void {
+  app.withTypeProvider<ZodTypeProvider>().get(
+    '/admin/launch-jobs/:pool/:pid/:attempt',
+    {
+      schema: {
+        hide: true,
+        params: z.object({ pool: poolSchema, pid: pidSchema, attempt: z.coerce.number().int().min(1) }),
+      },
+    },
+    async (request, reply) => {
+      const { pool, pid, attempt } = request.params;
+      return reply.redirect(boardJobPath(launcher.queueOf(pool, pid).name, launchJobId(pid, attempt)), 302);
+    },
+  );
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS, terminateBatchSchema } from '@libos/kernel';
+import { launchShardsSchema } from '@libos/protocol';
 import { redisEnvSchema } from '@libos/redis';
 import { z } from 'zod';
 
@@ -58,6 +59,11 @@ export const coordinatorConfigSchema = z.object({
   /** Failed launch jobs BullMQ keeps (newest) and for how long (s). */
   LIBOS_QUEUE_KEEP_FAILED: z.coerce.number().int().min(0).default(10_000),
   LIBOS_QUEUE_KEEP_FAILED_S: int(7 * 24 * 3600),
+  /**
+   * The launch queues one pool is spread over (`{launch-<pool>@<k>}`, by tree): more than one
+   * puts a hot pool's launches in several Redis Cluster slots. Workers must have the same.
+   */
+  LIBOS_LAUNCH_SHARDS: launchShardsSchema,
   /** Approximate length of each launch queue's BullMQ event stream. */
   LIBOS_QUEUE_EVENTS_MAX: int(1_000),
   /** Bytes of messages one mailbox holds (unacknowledged and kept acknowledged ones). */

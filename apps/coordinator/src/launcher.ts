@@ -1,6 +1,14 @@
 import type { RedisClient } from '@libos/kernel';
-import { type LaunchJob, launchJobId, launchQueueName, QUEUE_PREFIX } from '@libos/protocol';
-import { Queue } from 'bullmq';
+import {
+  type LaunchJob,
+  LEGACY_QUEUE_PREFIX,
+  launchJobId,
+  launchQueueNames,
+  launchQueueOf,
+  legacyLaunchQueueName,
+  QUEUE_PREFIX,
+} from '@libos/protocol';
+import { type Job, Queue } from 'bullmq';
 import type { Metrics } from './metrics.js';
 
 /** How much of its own history BullMQ keeps: bounded, so its keys do not grow with launches ever made. */
@@ -30,34 +38,75 @@ export interface LaunchRequest {
 }
 
 /**
- * Puts launches on the pool's BullMQ queue. The job id is derived from pid and attempt, so a
- * second enqueue of the same launch (a retried request, the reaper) is a no-op while the job
- * exists; when it no longer does, the kernel's claim refuses a second run anyway.
+ * Puts launches on the pool's BullMQ queues: `{launch-<pool>}`, or with `shards` > 1 the tree's
+ * shard `{launch-<pool>@<k>}` (k from the root pid by the kernel's hash, `launchQueueOf`), each
+ * queue a Redis Cluster slot of its own. The job id is derived from pid and attempt, so a second
+ * enqueue of the same launch (a retried request, the reaper) is a no-op while the job exists;
+ * when it no longer does, the kernel's claim refuses a second run anyway.
  */
 export class Launcher {
   private readonly queues = new Map<string, Queue<LaunchJob>>();
+  /** Pre-issue-12 queues (`{libos}` prefix), looked into for jobs enqueued before the upgrade. */
+  private readonly legacy = new Map<string, Queue<LaunchJob>>();
+  private readonly knownPools = new Set<string>();
 
   constructor(
     private readonly connection: RedisClient,
     private readonly metrics?: Metrics,
     private readonly retention: QueueRetention = DEFAULT_QUEUE_RETENTION,
+    /** LIBOS_LAUNCH_SHARDS: the queues a pool is spread over; the workers' setting must match. */
+    readonly shards = 1,
   ) {}
 
-  queue(pool: string): Queue<LaunchJob> {
-    let queue = this.queues.get(pool);
+  private named(name: string): Queue<LaunchJob> {
+    let queue = this.queues.get(name);
     if (!queue) {
-      queue = new Queue<LaunchJob>(launchQueueName(pool), {
+      queue = new Queue<LaunchJob>(name, {
         connection: this.connection,
         prefix: QUEUE_PREFIX,
         streams: { events: { maxLen: this.retention.eventsMaxLen } },
       });
-      this.queues.set(pool, queue);
+      this.queues.set(name, queue);
     }
     return queue;
   }
 
-  knownQueues(): Queue<LaunchJob>[] {
-    return [...this.queues.values()];
+  /** The queue a process's launches go to (its tree's shard). */
+  queueOf(pool: string, pid: string): Queue<LaunchJob> {
+    this.knownPools.add(pool);
+    return this.named(launchQueueOf(pool, pid, this.shards));
+  }
+
+  /** Every queue of a pool (its shards), for the board and the metrics. */
+  queuesOf(pool: string): Queue<LaunchJob>[] {
+    this.knownPools.add(pool);
+    return launchQueueNames(pool, this.shards).map((name) => this.named(name));
+  }
+
+  /** The pools this coordinator has enqueued to or been told of. */
+  pools(): string[] {
+    return [...this.knownPools];
+  }
+
+  private legacyQueue(pool: string): Queue<LaunchJob> {
+    let queue = this.legacy.get(pool);
+    if (!queue) {
+      queue = new Queue<LaunchJob>(legacyLaunchQueueName(pool), {
+        connection: this.connection,
+        prefix: LEGACY_QUEUE_PREFIX,
+      });
+      this.legacy.set(pool, queue);
+    }
+    return queue;
+  }
+
+  /** A launch's job: in its shard's queue, else in the pre-upgrade queue (still drained by workers). */
+  async findJob(launch: LaunchRequest): Promise<Job<LaunchJob> | undefined> {
+    const id = launchJobId(launch.pid, launch.attempt);
+    return (
+      (await this.queueOf(launch.pool, launch.pid).getJob(id)) ??
+      (await this.legacyQueue(launch.pool).getJob(id))
+    );
   }
 
   private jobOptions(launch: LaunchRequest) {
@@ -79,7 +128,7 @@ export class Launcher {
   }
 
   async enqueue(launch: LaunchRequest): Promise<void> {
-    await this.queue(launch.pool).add(
+    await this.queueOf(launch.pool, launch.pid).add(
       'launch',
       { pid: launch.pid, attempt: launch.attempt },
       this.jobOptions(launch),
@@ -87,17 +136,18 @@ export class Launcher {
     this.counted(launch);
   }
 
-  /** A batch's launches: one `addBulk` (one round trip) per pool, in order within each pool. */
+  /** A batch's launches: one `addBulk` (one round trip) per queue, in order within each queue. */
   async enqueueMany(launches: readonly LaunchRequest[]): Promise<void> {
-    const byPool = new Map<string, LaunchRequest[]>();
+    const byQueue = new Map<Queue<LaunchJob>, LaunchRequest[]>();
     for (const launch of launches) {
-      const list = byPool.get(launch.pool) ?? [];
+      const queue = this.queueOf(launch.pool, launch.pid);
+      const list = byQueue.get(queue) ?? [];
       list.push(launch);
-      byPool.set(launch.pool, list);
+      byQueue.set(queue, list);
     }
     await Promise.all(
-      [...byPool].map(([pool, list]) =>
-        this.queue(pool).addBulk(
+      [...byQueue].map(([queue, list]) =>
+        queue.addBulk(
           list.map((launch) => ({
             name: 'launch',
             data: { pid: launch.pid, attempt: launch.attempt },
@@ -111,7 +161,7 @@ export class Launcher {
 
   /** Removes a launch that is still waiting (cancel or pause of a queued child). */
   async withdraw(launch: LaunchRequest): Promise<boolean> {
-    const job = await this.queue(launch.pool).getJob(launchJobId(launch.pid, launch.attempt));
+    const job = await this.findJob(launch);
     if (!job) return false;
     try {
       await job.remove();
@@ -123,6 +173,6 @@ export class Launcher {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.knownQueues().map((q) => q.close()));
+    await Promise.all([...this.queues.values(), ...this.legacy.values()].map((q) => q.close()));
   }
 }

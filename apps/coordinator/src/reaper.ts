@@ -1,5 +1,4 @@
 import { type Kernel, REAPER_HOLD_MAX_MS, type ReaperShards, type Recovery } from '@libos/kernel';
-import { launchJobId } from '@libos/protocol';
 import type { Logger } from 'pino';
 import type { Launcher } from './launcher.js';
 
@@ -101,7 +100,7 @@ export class Reaper {
     do {
       const page = await this.kernel.admin.staleLaunches(cutoff, cursor, 500, shards);
       for (const { pid, attempt, pool } of page.launches) {
-        if (await this.launcher.queue(pool).getJob(launchJobId(pid, attempt))) continue;
+        if (await this.launcher.findJob({ pid, attempt, pool })) continue;
         this.log.warn({ pid, attempt }, 'runnable without a job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
         await this.kernel.admin.launchOf(pid).then(

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { jsonlArchive } from './archive.js';
 import { AdminAuth } from './auth.js';
 import { guardBody } from './body-guard.js';
-import { BOARD_PATH, type BullBoard, mountBullBoard } from './bull-board.js';
+import { BOARD_PATH, type BullBoard, launchJobRedirect, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
 import { ConsoleSessions } from './console-sessions.js';
 import { GcSweeper } from './gc-sweeper.js';
@@ -76,13 +76,18 @@ export async function buildServer(
   logger: Logger,
 ): Promise<ServerParts> {
   const metrics = createMetrics();
-  const launcher = new Launcher(queueRedis, metrics, {
-    keepCompleted: config.LIBOS_QUEUE_KEEP_COMPLETED,
-    keepCompletedSeconds: config.LIBOS_QUEUE_KEEP_COMPLETED_S,
-    keepFailed: config.LIBOS_QUEUE_KEEP_FAILED,
-    keepFailedSeconds: config.LIBOS_QUEUE_KEEP_FAILED_S,
-    eventsMaxLen: config.LIBOS_QUEUE_EVENTS_MAX,
-  });
+  const launcher = new Launcher(
+    queueRedis,
+    metrics,
+    {
+      keepCompleted: config.LIBOS_QUEUE_KEEP_COMPLETED,
+      keepCompletedSeconds: config.LIBOS_QUEUE_KEEP_COMPLETED_S,
+      keepFailed: config.LIBOS_QUEUE_KEEP_FAILED,
+      keepFailedSeconds: config.LIBOS_QUEUE_KEEP_FAILED_S,
+      eventsMaxLen: config.LIBOS_QUEUE_EVENTS_MAX,
+    },
+    config.LIBOS_LAUNCH_SHARDS,
+  );
   const shutdown = new AbortController();
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,
@@ -148,8 +153,11 @@ export async function buildServer(
       }
     });
     board = await mountBullBoard(scope);
+    launchJobRedirect(scope, launcher);
   });
-  const showPool = (pool: string) => board?.show(launcher.queue(pool));
+  const showPool = (pool: string) => {
+    for (const queue of launcher.queuesOf(pool)) board?.show(queue);
+  };
   const kernel = new Kernel({
     redis,
     // LIBOS_REDIS_MIN_REPLICAS: each state change is answered once that many replicas hold it.

@@ -169,7 +169,7 @@ describe('operations', () => {
     const api = await raw(h.coordinator.url, '/admin/queues/api/queues', { token: ADMIN_TOKEN });
     expect(api.status).toBe(200);
     const names = (api.body as { queues: { name: string }[] }).queues.map((q) => q.name);
-    expect(names).toContain('launch-default');
+    expect(names).toContain('{launch-default}');
   });
 });
 

@@ -24,7 +24,7 @@ test('a runnable process whose launch never reached the queue is enqueued again,
   const parent = h.as(root.token!);
   const lost = await parent.spawn({ goal: 'lost', image: 'echo' });
   const kept = await parent.spawn({ goal: 'kept', image: 'echo' });
-  const queue = h.coordinator.launcher.queue('default');
+  const queue = h.coordinator.launcher.queueOf('default', kept.pid);
   const keptJob = await queue.getJob(launchJobId(kept.pid, 1));
   expect(keptJob).toBeDefined();
   // A coordinator that died between recording the launch and enqueueing it leaves this.

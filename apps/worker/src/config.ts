@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { terminateBatchSchema } from '@libos/kernel';
+import { launchShardsSchema, poolSchema } from '@libos/protocol';
 import { type RedisSettings, redisEnvSchema, redisSettings } from '@libos/redis';
 import { z } from 'zod';
 import { type IsolationConfig, isolationConfig, isolationEnvShape } from './isolation.js';
@@ -23,9 +24,11 @@ export const workerEnvSchema = z.object({
     .transform((text) =>
       [...new Set(text.split(',').map((pool) => pool.trim()))].filter((pool) => pool !== ''),
     )
-    .pipe(z.array(z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'a pool is 1-64 of A-Z a-z 0-9 . _ -')).min(1)),
+    .pipe(z.array(poolSchema).min(1)),
   /** Children run at once, per pool. */
   LIBOS_CONCURRENCY: positiveInt(4),
+  /** The queues each pool is spread over (`{launch-<pool>@<k>}`); the coordinators' setting. */
+  LIBOS_LAUNCH_SHARDS: launchShardsSchema,
   LIBOS_WORKER_ID: z.string().min(1).max(200).optional(),
   /**
    * The lease an attempt holds and renews every third of it. A dead worker's attempt is found by
@@ -59,6 +62,8 @@ export interface WorkerConfig {
   url: string;
   pools: string[];
   concurrency: number;
+  /** LIBOS_LAUNCH_SHARDS: one BullMQ worker per shard of each pool. */
+  launchShards: number;
   workerId: string;
   leaseMs: number;
   shutdownGraceMs: number;
@@ -96,6 +101,7 @@ export function loadWorkerConfig(env: NodeJS.ProcessEnv = process.env): WorkerCo
     url,
     pools: e.LIBOS_POOLS,
     concurrency: e.LIBOS_CONCURRENCY,
+    launchShards: e.LIBOS_LAUNCH_SHARDS,
     workerId: e.LIBOS_WORKER_ID ?? `${hostname()}:${process.pid}`,
     leaseMs: e.LIBOS_LEASE_MS,
     shutdownGraceMs: e.LIBOS_SHUTDOWN_GRACE_MS,

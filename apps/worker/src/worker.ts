@@ -1,5 +1,5 @@
 import { Kernel } from '@libos/kernel';
-import { type LaunchJob, launchJobSchema, launchQueueName, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
+import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { createRedis } from '@libos/redis';
 import { type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
@@ -9,6 +9,7 @@ import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { endedJobError, ProcessEnded } from './job-report.js';
+import { LegacyDrain } from './legacy-drain.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
 
@@ -32,9 +33,11 @@ export interface RunningWorker {
 type Summary = AttemptSummary | { ignored: string };
 
 /**
- * Starts one BullMQ worker per pool on the pool's launch queue. Redis connections: one for
- * kernel commands, the kernel's one subscriber, one shared BullMQ command connection and one
- * blocking connection per pool; none per child.
+ * Starts one BullMQ worker per launch queue of each pool (LIBOS_LAUNCH_SHARDS of them), plus a
+ * drainer on a pool's pre-upgrade queue while that has jobs. Redis connections: one for kernel
+ * commands, the kernel's one subscriber, one shared BullMQ command connection and one blocking
+ * connection per queue worker (pools × shards, + 1 per pool while its old queue drains); none
+ * per child.
  */
 export async function startWorker(
   config: WorkerConfig,
@@ -121,17 +124,21 @@ export async function startWorker(
   // instead of handing it out again (the kernel's claim would refuse it anyway). The lock is
   // renewed every half of its duration, comfortably more often than it can lapse.
   const lockMs = Math.max(3 * config.leaseMs, 1_000);
-  const workers = config.pools.map((pool) => {
-    const worker = new Worker<LaunchJob, Summary>(launchQueueName(pool), processJob, {
+  // BullMQ's concurrency is per queue worker; one limit shared over a pool's shards would need
+  // jobs taken and then held waiting (out of reach of idle workers). So the pool's concurrency
+  // is divided, rounded up so no shard gets none: at most shards × ceil(concurrency / shards).
+  const perQueue = Math.ceil(config.concurrency / config.launchShards);
+  const consume = (pool: string, name: string, prefix: string) => {
+    const worker = new Worker<LaunchJob, Summary>(name, processJob, {
       connection: queues,
-      prefix: QUEUE_PREFIX,
-      concurrency: config.concurrency,
+      prefix,
+      concurrency: perQueue,
       maxStalledCount: 0,
       lockDuration: lockMs,
       stalledInterval: lockMs,
       name: config.workerId,
     });
-    worker.on('error', (error) => log.error({ pool, err: error.message }, 'queue worker error'));
+    worker.on('error', (error) => log.error({ pool, queue: name, err: error.message }, 'queue worker error'));
     worker.on('failed', (job, error) => {
       // the process's own failure, told to the board: the kernel holds it, nothing went wrong here
       if (error instanceof ProcessEnded) return;
@@ -141,18 +148,28 @@ export async function startWorker(
       );
     });
     return worker;
-  });
-  await Promise.all(workers.map((worker) => worker.waitUntilReady()));
+  };
+  const workers = config.pools.flatMap((pool) =>
+    launchQueueNames(pool, config.launchShards).map((name) => consume(pool, name, QUEUE_PREFIX)),
+  );
+  const legacy = await LegacyDrain.start(config.pools, queues, consume, log);
+  await Promise.all([...workers, ...legacy.running()].map((worker) => worker.waitUntilReady()));
   const ops = config.ops ? await startOpsServer(metrics, config.ops.host, config.ops.port) : undefined;
   log.info(
-    { pools: config.pools, concurrency: config.concurrency, lease_ms: config.leaseMs },
+    {
+      pools: config.pools,
+      launch_shards: config.launchShards,
+      concurrency_per_queue: perQueue,
+      lease_ms: config.leaseMs,
+    },
     'worker started',
   );
 
   let closing: Promise<void> | undefined;
   const close = async () => {
     log.info({ running: running.size, grace_ms: config.shutdownGraceMs }, 'closing: taking no new launches');
-    const drained = Promise.all(workers.map((worker) => worker.close()));
+    await legacy.close();
+    const drained = Promise.all([...workers, ...legacy.running()].map((worker) => worker.close()));
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([
       drained.then(() => true),

@@ -16,6 +16,7 @@ describe('loadWorkerConfig', () => {
       url: 'http://coordinator:7070',
       pools: ['default'],
       concurrency: 4,
+      launchShards: 1,
       workerId: `${hostname()}:${process.pid}`,
       leaseMs: 10_000,
       shutdownGraceMs: 30_000,

@@ -20,7 +20,7 @@ export {
 export { KernelError } from './errors.js';
 export type { IndexCounts } from './index-admin.js';
 export { type AuthenticatedCaller, Kernel, type KernelTools } from './kernel.js';
-export { ALL_INDEX_SHARDS, INDEX_SHARDS, Keys, shardOf } from './keys.js';
+export { ALL_INDEX_SHARDS, INDEX_SHARDS, Keys } from './keys.js';
 export { REAPER_HOLD_MAX_MS, REAPER_HOLD_MIN_MS, type ReaperShards } from './reaper-shards.js';
 export { mastersOf, type RedisClient } from './redis-client.js';
 export {

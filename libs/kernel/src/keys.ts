@@ -1,4 +1,4 @@
-import { rootOf } from '@libos/protocol';
+import { rootOf, shardOf } from '@libos/protocol';
 import type { WakeTopic } from './wake-hub.js';
 
 /**
@@ -10,16 +10,6 @@ export const INDEX_SHARDS = 16;
 
 /** Every index shard's number, 0 to INDEX_SHARDS - 1. */
 export const ALL_INDEX_SHARDS: readonly number[] = [...Array(INDEX_SHARDS).keys()];
-
-/** The shard of a tree among `shards` (FNV-1a of its root pid): index and retention shards. */
-export function shardOf(root: string, shards: number): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < root.length; i++) {
-    hash ^= root.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193) >>> 0;
-  }
-  return hash % shards;
-}
 
 /**
  * The key layout. Every key of one process tree carries the hash tag `{<root>}`, so each script

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { type ProcessView, pidSchema, rootOf } from '@libos/protocol';
+import { type ProcessView, pidSchema, rootOf, shardOf } from '@libos/protocol';
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
 import { fromRedisError, parseOrThrow } from './errors.js';
-import { shardOf } from './keys.js';
 import { luaList } from './lua-json.js';
 import { rowFromFlat, viewOf } from './rows.js';
 import type { GcMark, ScriptReply } from './scripts.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { budgetRequestSchema } from './budget.js';
 import { capabilityRequirementSchema, capabilitySchema } from './capability.js';
 import { clearanceSchema, imageNameSchema, jsonValueSchema, pidSchema, timestampSchema } from './common.js';
+import { poolSchema } from './launch-queue.js';
 import { processStatusSchema, signalSchema } from './process.js';
 
 export const RESULT_FILE_ARG = '{result_file}';
@@ -43,10 +44,7 @@ export const imageSpecSchema = z
     cwd: imageCwdSchema.optional(),
     env: z.record(z.string(), z.string()).optional(),
     kind: z.string().min(1).max(128).optional(),
-    pool: z
-      .string()
-      .regex(/^[A-Za-z0-9._-]{1,64}$/)
-      .default('default'),
+    pool: poolSchema.default('default'),
     deadline_ms: z.number().int().positive().optional(),
     cancel_grace_ms: z.number().int().min(0).optional(),
     required_capabilities: z.array(capabilityRequirementSchema).default([]),

@@ -10,6 +10,7 @@ export * from './messages.js';
 export * from './operator.js';
 export * from './process.js';
 export * from './retention.js';
+export * from './shard.js';
 export * from './tool-authority.js';
 export * from './tools.js';
 export * from './worker.js';

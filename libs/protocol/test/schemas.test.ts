@@ -8,11 +8,15 @@ import {
   imageSpecSchema,
   launchJobId,
   launchQueueName,
+  launchQueueNames,
+  launchQueueOf,
   noticeFor,
   OID_PATTERN,
   outcomeTypeOfTerminal,
   PID_PATTERN,
+  poolOfQueue,
   rootOf,
+  shardOf,
   TOOL_NAMES,
   TOOLS,
 } from '../src/index.js';
@@ -231,6 +235,34 @@ describe('launch queues', () => {
   it('names jobs without ":" (BullMQ refuses it in custom ids) and queues per pool', () => {
     expect(launchJobId('p4k9x2m7q.3', 2)).toBe('p4k9x2m7q.3-a2');
     expect(launchJobId('p4k9x2m7q.3', 2)).not.toContain(':');
-    expect(launchQueueName('gpu')).toBe('launch-gpu');
+    expect(launchQueueName('gpu')).toBe('{launch-gpu}');
+    expect(launchQueueNames('gpu', 3)).toEqual(['{launch-gpu@0}', '{launch-gpu@1}', '{launch-gpu@2}']);
+    expect(launchQueueNames('gpu', 1)).toEqual(['{launch-gpu}']);
+    expect(launchQueueOf('gpu', 'p4k9x2m7q.3', 1)).toBe('{launch-gpu}');
+    for (const name of ['{launch-gpu}', '{launch-gpu@2}', 'launch-gpu'])
+      expect(poolOfQueue(name)).toBe('gpu');
+  });
+
+  it("puts a process in its tree root's shard, the hash the kernel shards its indexes by", () => {
+    const root = 'p4k9x2m7q';
+    // FNV-1a of the root, fixed: changing it would move queued launches (and index records).
+    expect(shardOf(root, 2 ** 32 - 1)).toBe(2_284_188_886);
+    expect(shardOf('', 2 ** 32 - 1)).toBe(0x811c9dc5 % (2 ** 32 - 1));
+    expect(shardOf('a', 2 ** 32 - 1)).toBe(0xe40c292c % (2 ** 32 - 1));
+    expect(launchQueueOf('gpu', `${root}.3.1`, 3)).toBe(launchQueueOf('gpu', root, 3));
+    expect(launchQueueOf('gpu', root, 3)).toBe(`{launch-gpu@${shardOf(root, 3)}}`);
+  });
+
+  it('spreads trees evenly over the shards', () => {
+    const shards = 3;
+    const counts = new Map<number, number>();
+    for (let i = 0; i < 3_000; i++) {
+      const shard = shardOf(`p${(i * 7919).toString(36).padStart(8, 'x')}`, shards);
+      counts.set(shard, (counts.get(shard) ?? 0) + 1);
+    }
+    expect([...counts.keys()].sort()).toEqual([0, 1, 2]);
+    // 1,000 expected each: a bad spread (a constant, a bias) is far outside this.
+    for (const count of counts.values()) expect(count).toBeGreaterThan(850);
+    for (const count of counts.values()) expect(count).toBeLessThan(1_150);
   });
 });

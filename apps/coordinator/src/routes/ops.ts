@@ -51,10 +51,13 @@ export async function opsRoutes(app: FastifyInstance, deps: OpsRouteDeps): Promi
     for (const status of PROCESS_STATUSES)
       metrics.processesByStatus.set({ status }, counts.processes[status]);
     for (const [type, count] of Object.entries(counts.completions)) metrics.completions.set({ type }, count);
-    for (const queue of launcher.knownQueues()) {
-      const jobCounts = await queue.getJobCounts(...JOB_STATES);
-      const pool = queue.name.replace(/^launch-/, '');
-      for (const state of JOB_STATES) metrics.queueDepth.set({ pool, state }, jobCounts[state] ?? 0);
+    // Per pool, summed over its shards' queues (LIBOS_LAUNCH_SHARDS).
+    for (const pool of launcher.pools()) {
+      const perQueue = await Promise.all(launcher.queuesOf(pool).map((q) => q.getJobCounts(...JOB_STATES)));
+      for (const state of JOB_STATES) {
+        const depth = perQueue.reduce((sum, counts) => sum + (counts[state] ?? 0), 0);
+        metrics.queueDepth.set({ pool, state }, depth);
+      }
     }
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();
