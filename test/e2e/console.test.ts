@@ -381,10 +381,14 @@ describe('a process page', () => {
     // Links both ways with Bull Board: the page links to the launch job, whose card links back.
     const jobLink = page.getByRole('link', { name: 'Launch job on Bull Board' });
     const jobHref = await jobLink.getAttribute('href');
-    expect(jobHref).toBe(`/admin/queues/queue/launch-default/${child.pid}-a1`);
+    // The coordinator's redirect names the tree's queue (one here: LIBOS_LAUNCH_SHARDS is 1).
+    expect(jobHref).toBe(`/admin/launch-jobs/default/${child.pid}/1`);
     const board = await browser.newPage(); // Bull Board's own page: its console is not ours to judge
     opened.add(board);
     await board.goto(`${cluster.url}${jobHref}`);
+    expect(new URL(board.url()).pathname).toBe(
+      `/admin/queues/queue/${encodeURIComponent('{launch-default}')}/${child.pid}-a1`,
+    );
     const back = board.getByRole('link', { name: `process ${child.pid} (attempt 1)` });
     await back.waitFor();
     expect(await back.getAttribute('href')).toBe(`/ui/#/p/${child.pid}`);

@@ -187,7 +187,7 @@ describe('deploy/compose.yaml', () => {
     });
     const k8s = readFileSync(join(deploy, 'k8s/libos.yaml'), 'utf8');
     const listName = /listName: "([^"]+)"/.exec(k8s)?.[1];
-    expect(listName).toBe('{libos}:launch-default:wait');
+    expect(listName).toBe('libos:{launch-default}:wait');
     expect(await probe.llen(listName!)).toBe(1);
 
     const workers = services.worker!.deploy!.replicas!;

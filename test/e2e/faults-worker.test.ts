@@ -27,7 +27,7 @@ async function jobIds(status: 'failed' | 'completed'): Promise<string[]> {
   const answer = await rawRequest(
     cluster.url,
     'GET',
-    `/admin/queues/api/queues?activeQueue=${queue}&status=${status}&jobsPerPage=100`,
+    `/admin/queues/api/queues?activeQueue=${encodeURIComponent(queue)}&status=${status}&jobsPerPage=100`,
     { auth: bearer(ADMIN_TOKEN) },
   );
   const body = z

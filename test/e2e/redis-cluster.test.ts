@@ -1,4 +1,4 @@
-import { launchJobId, QUEUE_PREFIX } from '@libos/protocol';
+import { launchJobId, launchQueueKey, launchQueueName } from '@libos/protocol';
 import type { Cluster as RedisCluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -233,18 +233,19 @@ describe('process semantics on a 3-master Redis Cluster', () => {
       resource_budget: { children: 1, steps: 10 },
     });
     const child = await parent.client.spawn({ goal: 'spare', image: 'spare' });
-    const job = `${QUEUE_PREFIX}:launch-spare:${launchJobId(child.pid, 1)}`;
+    const queue = launchQueueKey(launchQueueName('spare'));
+    const job = `${queue}${launchJobId(child.pid, 1)}`;
     expect(await redis.exists(job)).toBe(1);
     // As if the coordinator had died between recording the launch and enqueueing it.
     await redis.del(job);
-    await redis.lrem(`${QUEUE_PREFIX}:launch-spare:wait`, 0, launchJobId(child.pid, 1));
+    await redis.lrem(`${queue}wait`, 0, launchJobId(child.pid, 1));
     await eventually(async () => ((await redis.exists(job)) === 1 ? true : undefined), {
       withinMs: 20_000,
       what: 'the reaper to enqueue the lost launch again',
     });
     // The same launch, under the same job id, for a worker of its pool to take.
     expect(JSON.parse((await redis.hget(job, 'data')) ?? '{}')).toEqual({ pid: child.pid, attempt: 1 });
-    expect(await redis.lrange(`${QUEUE_PREFIX}:launch-spare:wait`, 0, -1)).toContain(
+    expect(await redis.lrange(`${queue}wait`, 0, -1)).toContain(
       launchJobId(child.pid, 1),
     );
     expect((await cluster.admin.getProcess(child.pid)).status).toBe('runnable');

@@ -1,4 +1,6 @@
-import { launchJobId } from '@libos/protocol';
+import { type LaunchJob, LEGACY_QUEUE_PREFIX, launchJobId, legacyLaunchQueueName } from '@libos/protocol';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { type Harness, startHarness } from './helpers.js';
 
@@ -38,4 +40,32 @@ test('a runnable process whose launch never reached the queue is enqueued again,
   // The other launch was left alone: same job, same timestamp.
   expect((await queue.getJob(launchJobId(kept.pid, 1)))?.timestamp).toBe(keptJob?.timestamp);
   expect(await queue.getJobCounts('waiting')).toMatchObject({ waiting: 2 });
+});
+
+test('a launch still in the pre-upgrade {libos} queue is not lost to the reaper, and a cancel withdraws it there', async () => {
+  const root = await h.admin.createProcess({ goal: 'upgrade', resource_budget: { children: 1 } });
+  const parent = h.as(root.token!);
+  const child = await parent.spawn({ goal: 'old job', image: 'echo' });
+  const id = launchJobId(child.pid, 1);
+  // As an old coordinator had enqueued it: `launch-default` under the prefix `{libos}`.
+  const connection = new Redis(h.redis.url, { maxRetriesPerRequest: null });
+  const old = new Queue<LaunchJob>(legacyLaunchQueueName('default'), {
+    connection,
+    prefix: LEGACY_QUEUE_PREFIX,
+  });
+  try {
+    await (await h.coordinator.launcher.queueOf('default', child.pid).getJob(id))?.remove();
+    await old.add('launch', { pid: child.pid, attempt: 1 }, { jobId: id, attempts: 1 });
+    // Several relaunch windows (300 ms) pass: the reaper finds the job where it is.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await h.coordinator.launcher.queueOf('default', child.pid).getJob(id)).toBeUndefined();
+    expect(await old.getJob(id)).toBeDefined();
+
+    await parent.signal({ child_pid: child.pid, signal: 'cancel' });
+    await until(async () => (await old.getJob(id)) === undefined, 5_000);
+    expect(await old.count()).toBe(0);
+  } finally {
+    await old.close();
+    connection.disconnect();
+  }
 });

@@ -233,6 +233,9 @@ export const api = {
 
 export const TERMINAL: ReadonlySet<string> = new Set(['exited', 'failed', 'killed']);
 
-/** Bull Board's page of a launch job (`launch-<pool>` queue, job `<pid>-a<attempt>`). */
+/**
+ * A launch job's page on Bull Board, through the coordinator's redirect: which of the pool's
+ * queues holds the job (its tree's shard) is the coordinator's to say.
+ */
 export const boardJobUrl = (pool: string, pid: string, attempt: number) =>
-  `/admin/queues/queue/${encodeURIComponent(`launch-${pool}`)}/${encodeURIComponent(`${pid}-a${attempt}`)}`;
+  `/admin/launch-jobs/${encodeURIComponent(pool)}/${encodeURIComponent(pid)}/${attempt}`;
