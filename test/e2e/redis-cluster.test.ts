@@ -245,9 +245,7 @@ describe('process semantics on a 3-master Redis Cluster', () => {
     });
     // The same launch, under the same job id, for a worker of its pool to take.
     expect(JSON.parse((await redis.hget(job, 'data')) ?? '{}')).toEqual({ pid: child.pid, attempt: 1 });
-    expect(await redis.lrange(`${queue}wait`, 0, -1)).toContain(
-      launchJobId(child.pid, 1),
-    );
+    expect(await redis.lrange(`${queue}wait`, 0, -1)).toContain(launchJobId(child.pid, 1));
     expect((await cluster.admin.getProcess(child.pid)).status).toBe('runnable');
   });
 });
