@@ -8,7 +8,7 @@
 import { parseArgs } from 'node:util';
 import { clusterPids, startBenchCluster } from './lib/cluster.js';
 import { bareLoop, CHILD_SCRIPTS, clusterThroughput, execaChild } from './lib/loops.js';
-import { cpuMs, descendants } from './lib/proc.js';
+import { commandLine, cpuMs, descendants } from './lib/proc.js';
 
 const { values } = parseArgs({ options: { children: { type: 'string', default: '400' } } });
 const N = Number(values.children);
@@ -53,10 +53,13 @@ try {
   // reap the children: their own time is a part, and what every process of a worker's tree reaped
   // is the children's. (A child still running at a reading counts as a helper's until reaped.)
   const helpers = () => workers.flatMap(descendants);
+  const isWatchdog = (pid: number) => commandLine(pid).includes('watchdog-process');
+  const ownTime = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuMs(pid).self, 0);
   const parts: Parts = {
     coordinator: () => cpuMs(coordinator).self,
     workers: () => workers.reduce((sum, pid) => sum + cpuMs(pid).self, 0),
-    'spawners + watchdogs': () => helpers().reduce((sum, pid) => sum + cpuMs(pid).self, 0),
+    'spawners (+ live children)': () => ownTime(helpers().filter((pid) => !isWatchdog(pid))),
+    watchdogs: () => ownTime(helpers().filter(isWatchdog)),
     children: () => [...workers, ...helpers()].reduce((sum, pid) => sum + cpuMs(pid).children, 0),
     redis: () => cpuMs(redisPid).self,
     'service (this process)': () => cpuMs(process.pid).self,

@@ -24,6 +24,15 @@ export function cpuTotalMs(pid: number | undefined): number {
   return self + children;
 }
 
+/** A process's command line, its arguments joined by spaces ('' once it is gone). */
+export function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
 /** The live descendants of `pid` (children, grandchildren, …), found through every /proc/<n>/stat's ppid. */
 export function descendants(pid: number): number[] {
   const byParent = new Map<number, number[]>();
