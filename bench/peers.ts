@@ -8,8 +8,9 @@
 // redis-server (AOF everysec, as deploy/redis.conf; libos over its unix socket as `libos up`, the
 // peers over loopback TCP) and its own processes; rounds are interleaved and each round starts
 // with a different side, so a noisy neighbour on a shared host hits them alike. For each side:
-// children/s, and CPU ms per child of all its processes (from /proc: the callers, workers, their
-// descendants with the children they reaped, its redis-server).
+// children/s, and CPU ms per child of all its processes: the callers and its redis-server from
+// /proc, the workers with everything they start from a cgroup cpuacct group each (bench/lib/cgroup.ts;
+// /proc misses a sandboxed child's time), or from /proc where no such group can be made.
 //   npm run bench:peers   (builds, then: node --import tsx --conditions=@libos/source bench/peers.ts)
 // Options: --children N (400 per round and side), --rounds N (3), --warm-up N (1 unmeasured
 // round of every side), --concurrency N (8 in all: libos and BullMQ 2 workers × N/2, Celery one
@@ -29,6 +30,7 @@ import { encodeRequestLine } from '@libos/contract';
 import { exited, spawnOwned, startRedis } from '@libos/testkit';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
+import { type TreeMeter, treeMeter } from './lib/cgroup.js';
 import { clusterPids, startBenchCluster } from './lib/cluster.js';
 import {
   bareLoop,
@@ -39,7 +41,7 @@ import {
   spawnChild,
 } from './lib/loops.js';
 import { mdRow, runPool } from './lib/pool.js';
-import { cpuMs, descendants, treeCpuMs } from './lib/proc.js';
+import { cpuMs, descendants } from './lib/proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -80,6 +82,13 @@ interface Side {
 }
 
 const self = () => cpuMs(process.pid).self;
+/** Every meter made, closed at the end (their cgroups removed). */
+const meters: TreeMeter[] = [];
+const meter = (name: string, pids: readonly number[]) => {
+  const made = treeMeter(name, pids);
+  meters.push(made);
+  return made;
+};
 const requestLine = (i: number) => encodeRequestLine({ request_id: `p${i}`, kind: 'stamp', input: {} });
 
 async function redisPidOf(url: string): Promise<number> {
@@ -150,10 +159,12 @@ async function libosSides(): Promise<Side[]> {
   const cluster = await startBenchCluster({ workers: WORKERS, perWorker: PER_WORKER, isolation: ISOLATION });
   await cluster.admin.putImage('peer', { ...LAUNCH, args: [...LAUNCH.args], deadline_ms: 30_000 });
   const pids = await clusterPids(cluster);
+  const coordinator = meter('libos-coordinator', pids.coordinator === undefined ? [] : [pids.coordinator]);
+  const workers = meter('libos-workers', pids.workers);
   const cpu = () => ({
     caller: self(),
-    coordinator: treeCpuMs(pids.coordinator),
-    workers: pids.workers.reduce((sum, pid) => sum + treeCpuMs(pid), 0),
+    coordinator: coordinator.ms(),
+    workers: workers.ms(),
     redis: cpuMs(pids.redis).self,
   });
   let stopped = false;
@@ -204,6 +215,10 @@ async function bullmqSide(flow: boolean): Promise<Side> {
   const { redis, port, pid } = await peerRedis();
   const connection = { host: '127.0.0.1', port, maxRetriesPerRequest: null };
   const workers = await bullmqWorkers(port);
+  const workersCpu = meter(
+    `bullmq-${flow ? 'flow' : 'jobs'}`,
+    workers.flatMap((worker) => worker.pid ?? []),
+  );
   const queue = new Queue('children', { connection });
   const producer = new FlowProducer({ connection });
   const events = new QueueEvents(flow ? 'parents' : 'children', { connection });
@@ -249,7 +264,7 @@ async function bullmqSide(flow: boolean): Promise<Side> {
     run: flow ? flows : jobs,
     cpu: () => ({
       caller: self(),
-      workers: workers.reduce((sum, worker) => sum + treeCpuMs(worker.pid), 0),
+      workers: workersCpu.ms(),
       redis: cpuMs(pid).self,
     }),
     stop: async () => {
@@ -290,6 +305,7 @@ async function celerySide(): Promise<Side | undefined> {
     ],
     { cwd: PEERS_DIR, env, stdio: ['ignore', 'ignore', 'inherit'] },
   );
+  const workerCpu = meter('celery', worker.pid === undefined ? [] : [worker.pid]);
   const caller = spawnOwned(PYTHON, ['celery_peer.py'], {
     cwd: PEERS_DIR,
     env,
@@ -313,7 +329,7 @@ async function celerySide(): Promise<Side | undefined> {
       };
       return answer.missed;
     },
-    cpu: () => ({ caller: treeCpuMs(caller.pid), worker: treeCpuMs(worker.pid), redis: cpuMs(pid).self }),
+    cpu: () => ({ caller: cpuMs(caller.pid).self, worker: workerCpu.ms(), redis: cpuMs(pid).self }),
     stop: async () => {
       caller.stdin!.end();
       await stopTree(caller);
@@ -373,6 +389,9 @@ try {
       );
     }
   }
+  const ACCOUNTING = meters.every((made) => made.via === 'cgroup')
+    ? 'from cgroup cpuacct groups (every process of their trees)'
+    : "from /proc (a sandboxed child's own time is missing)";
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const summary = sides.map((side) => {
     const mine = samples.filter((s) => s.side === side.name);
@@ -388,7 +407,7 @@ try {
   });
   const base = summary[0]!;
   const lines = [
-    `${N} trivial children (bench/children/${CHILD}.sh) per round and side, total concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs at the end`,
+    `${N} trivial children (bench/children/${CHILD}.sh) per round and side, total concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} CPUs at the end; workers' CPU ${ACCOUNTING}`,
     '',
     mdRow([
       'side',
@@ -457,4 +476,5 @@ try {
   );
 } finally {
   for (const side of sides) await side.stop().catch((error: unknown) => process.stderr.write(`${error}\n`));
+  for (const made of meters) made.close();
 }
