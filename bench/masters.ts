@@ -11,6 +11,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster } from '@libos/e2e';
+import { type TreeMeter, treeMeter } from './lib/cgroup.js';
 import { CHILD_SCRIPTS } from './lib/loops.js';
 import { runPool } from './lib/pool.js';
 import { cpuTotalMs as cpuMs } from './lib/proc.js';
@@ -39,11 +40,13 @@ interface Parts {
   coordinator: number;
   workers: number;
 }
+/** Each cluster's workers with all they start (their sandboxed children too: lib/cgroup.ts). */
+const workerMeters = new Map<Cluster, TreeMeter>();
 function cpuOf(cluster: Cluster): Parts {
   return {
     redis: (cluster.redis.pids ?? []).reduce((sum, pid) => sum + cpuMs(pid), 0),
     coordinator: cpuMs(cluster.coordinator?.pid),
-    workers: cluster.workers.reduce((sum, worker) => sum + cpuMs(worker?.pid), 0),
+    workers: workerMeters.get(cluster)?.ms() ?? 0,
   };
 }
 
@@ -84,6 +87,13 @@ try {
       coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn' },
     });
     clusters.set(masters, cluster);
+    workerMeters.set(
+      cluster,
+      treeMeter(
+        `masters-${masters}`,
+        cluster.workers.flatMap((worker) => worker?.pid ?? []),
+      ),
+    );
     await cluster.admin.putImage('stamp', {
       command: 'sh',
       args: [STAMP, '{result_file}'],
@@ -126,4 +136,5 @@ try {
   );
 } finally {
   for (const cluster of clusters.values()) await cluster.stop();
+  for (const meter of workerMeters.values()) meter.close();
 }
