@@ -189,8 +189,8 @@ for (const roots of ROOTS) {
         : c[`${part}_peak_mib`] - c[`${part}_start_mib`];
     for (const part of ['coordinator', 'worker', 'redis'] as const) {
       const perChild = (c: Case) => (growth(c, part) * 1024) / c.children;
-      // Below 1 MiB of growth, RSS noise (a GC, a page) decides: nothing to compare.
-      if (growth(large, part) < 1) continue;
+      // Below 1 MiB of growth on either side, RSS noise (a GC, a heap step) decides: nothing to compare.
+      if (growth(small, part) < 1 || growth(large, part) < 1) continue;
       const ratio = perChild(large) / Math.max(perChild(small), 1e-9);
       notes.push(
         `  ${part}: ${perChild(small).toFixed(2)} → ${perChild(large).toFixed(2)} KiB grown per child${ratio > 1.5 ? ' (faster than linear)' : ''}`,
