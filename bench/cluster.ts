@@ -14,16 +14,22 @@
 // (default auto: every child in its sandbox; none: to measure what the sandbox costs).
 // Writes bench/results/cluster.json and bench/results/cluster.md (cluster-isolation-none.* with
 // --isolation none).
-import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { encodeRequestLine } from '@libos/contract';
-import { Cluster } from '@libos/e2e';
+import type { Cluster } from '@libos/e2e';
 import { tsChildLaunch } from '@libos/examples';
-import { execa } from 'execa';
+import { startBenchCluster } from './lib/cluster.js';
+import {
+  bareLoop,
+  CHILD_SCRIPTS,
+  clusterBatchThroughput,
+  clusterThroughput,
+  execaChild,
+  spawnChild,
+} from './lib/loops.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,13 +60,12 @@ const VIA = values.redis === 'tcp' ? 'tcp' : 'unix';
 // How children are contained: `auto` (the default: a sandbox each, as deployed) or `none`, to
 // measure what the sandbox costs against the same cluster without it.
 const ISOLATION = values.isolation === 'none' ? 'none' : values.isolation === 'strict' ? 'strict' : 'auto';
-const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
-const CHILD_KINDS = {
+const STAMP = CHILD_SCRIPTS.stamp;
+const CHILD_KINDS: Record<'sh' | 'node', { command: string; args: string[] }> = {
   sh: { command: 'sh', args: [STAMP, '{result_file}'] },
   node: tsChildLaunch('echo', 'built'),
-} as const;
+};
 type ChildKind = keyof typeof CHILD_KINDS;
-process.env.E2E_FROM_DIST = '1';
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 
 const stampOutput = (payload: unknown) => payload as { start_ns: number; end_ns: number };
@@ -78,20 +83,6 @@ function summary(samples: number[]) {
 }
 const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
 const msBetween = (fromNs: number | bigint, toNs: bigint) => Number(toNs - BigInt(fromNs)) / 1e6;
-
-async function runPool<T>(count: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 /** One child at a time: the parent blocks in wait before the child can end. */
 async function latencies(cluster: Cluster) {
@@ -115,94 +106,25 @@ async function latencies(cluster: Cluster) {
   return { spawn_to_start_ms: summary(toStart), exit_to_wake_ms: summary(toWake) };
 }
 
-async function clusterThroughput(cluster: Cluster, kind: ChildKind): Promise<number> {
-  const count = CHILDREN[kind];
-  const { client } = await cluster.root('throughput', {
-    goal: 'throughput',
-    resource_budget: { children: count + 10 },
-  });
-  const started = performance.now();
-  // Spawn all, then wait for all: the workers' concurrency bounds what runs at once.
-  const children = await runPool(count, 16, (i) => client.spawn({ goal: `t${i}`, image: `bench-${kind}` }));
-  await runPool(children.length, 64, async (i) => {
-    const done = await client.wait({ child_pid: children[i]!.pid });
-    if (done.status !== 'exited') throw new Error(`child ${i}: ${JSON.stringify(done.outcome)}`);
-  });
-  return count / ((performance.now() - started) / 1000);
-}
-
+const clusterRound = (cluster: Cluster, kind: ChildKind) =>
+  clusterThroughput(cluster, `bench-${kind}`, CHILDREN[kind]);
 /** The batch tools' round: spawn_children of BATCH children, then one wait_children (all) per batch. */
 const BATCH = 100;
-async function clusterBatchThroughput(cluster: Cluster, kind: ChildKind): Promise<number> {
-  const count = CHILDREN[kind];
-  const { client } = await cluster.root('batch throughput', {
-    goal: 'batch throughput',
-    resource_budget: { children: count + 10 },
-  });
-  const started = performance.now();
-  const batches = Math.ceil(count / BATCH);
-  await runPool(batches, 4, async (b) => {
-    const size = Math.min(BATCH, count - b * BATCH);
-    const { children } = await client.spawnChildren({
-      children: Array.from({ length: size }, (_, i) => ({
-        goal: `t${b * BATCH + i}`,
-        image: `bench-${kind}`,
-      })),
-    });
-    const done = await client.waitChildren({ child_pids: children.map((c) => c.pid), mode: 'all' });
-    const failed = done.children.find((one) => one.status !== 'exited');
-    if (failed) throw new Error(`child ${failed.child_pid}: ${JSON.stringify(failed.outcome)}`);
-  });
-  return count / ((performance.now() - started) / 1000);
-}
-
-/** How a bare loop runs one child: its command, argv and request line; resolves at its exit. */
-type RunChild = (command: string, argv: string[], line: string) => Promise<void>;
-
-/** The same children without libos, `runChild` launching each: the baselines' common loop. */
-async function bareLoopThroughput(kind: ChildKind, runChild: RunChild): Promise<number> {
-  const count = CHILDREN[kind];
-  const dir = await mkdtemp(join(tmpdir(), 'libos-bench-'));
-  const { command, args } = CHILD_KINDS[kind];
-  const started = performance.now();
-  await runPool(count, TOTAL_CONCURRENCY, async (i) => {
-    const path = join(dir, `${i}.json`);
-    const argv = args.map((arg) => arg.replace('{result_file}', path));
-    await runChild(command, argv, encodeRequestLine({ request_id: `b${i}`, kind: 'stamp', input: {} }));
-    const doc = JSON.parse(await readFile(path, 'utf8')) as { status: string };
-    if (doc.status !== 'completed') throw new Error('bare child failed');
-  });
-  const rate = count / ((performance.now() - started) / 1000);
-  await rm(dir, { recursive: true, force: true });
-  return rate;
-}
-
+const clusterBatchRound = (cluster: Cluster, kind: ChildKind) =>
+  clusterBatchThroughput(cluster, `bench-${kind}`, CHILDREN[kind], BATCH);
+/** The same children without libos at the same total concurrency: through execa, as the earlier baseline. */
+const bareThroughput = (kind: ChildKind) =>
+  bareLoop(CHILD_KINDS[kind], CHILDREN[kind], TOTAL_CONCURRENCY, execaChild);
 /** Through node:child_process.spawn: what a plain Node service pays. */
 const bareSpawnThroughput = (kind: ChildKind) =>
-  bareLoopThroughput(
-    kind,
-    (command, argv, line) =>
-      new Promise<void>((resolve, reject) => {
-        const child = spawn(command, argv, { stdio: ['pipe', 'ignore', 'inherit'] });
-        child.stdin.end(line);
-        child.once('error', reject);
-        child.once('exit', () => resolve());
-      }),
-  );
+  bareLoop(CHILD_KINDS[kind], CHILDREN[kind], TOTAL_CONCURRENCY, spawnChild);
 
-/** Through execa, as the earlier baseline. */
-const bareThroughput = (kind: ChildKind) =>
-  bareLoopThroughput(kind, async (command, argv, line) => {
-    await execa(command, argv, { input: line });
-  });
-
-const cluster = await Cluster.start({
+const cluster = await startBenchCluster({
   workers: WORKERS,
-  concurrency: PER_WORKER,
+  perWorker: PER_WORKER,
   fsync: FSYNC,
-  unixSocket: VIA === 'unix',
-  coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn' },
-  workerEnv: { LIBOS_ISOLATION: ISOLATION },
+  via: VIA,
+  isolation: ISOLATION,
 });
 try {
   await cluster.admin.putImage('stamp', { ...CHILD_KINDS.sh, deadline_ms: 30_000 });
@@ -214,7 +136,7 @@ try {
   // set-up are not charged to either. Steady state is what a fleet runs in.
   for (let i = 0; i < WARM_UP_ROUNDS; i++) {
     await bareThroughput('sh');
-    await clusterThroughput(cluster, 'sh');
+    await clusterRound(cluster, 'sh');
   }
   const warm = await cluster.root('warm-up', { goal: 'warm-up', resource_budget: { children: 50 } });
   for (let i = 0; i < 20; i++) {
@@ -238,8 +160,8 @@ try {
     for (const child of Object.keys(CHILD_KINDS) as ChildKind[]) {
       const bare = await bareThroughput(child);
       const bareSpawn = await bareSpawnThroughput(child);
-      const viaCluster = await clusterThroughput(cluster, child);
-      const viaBatch = await clusterBatchThroughput(cluster, child);
+      const viaCluster = await clusterRound(cluster, child);
+      const viaBatch = await clusterBatchRound(cluster, child);
       rounds.push({
         child,
         bare_per_s: +bare.toFixed(1),

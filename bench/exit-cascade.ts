@@ -6,7 +6,7 @@
 // on the server. At the default threshold 0 the commands a script runs are logged too, which
 // costs both modes alike, per child; `--slower-than 1000` (µs) logs the scripts without most of
 // them (then calls shorter than that are not counted). Run: node --import tsx
-// --conditions=@libos/source bench/exit-cascade.ts [--children 10000] [--batch 200] [--rounds 2]
+// --conditions=@libos/source bench/exit-cascade.ts [--children 10000] [--batch 50] [--rounds 2]
 // [--slower-than 0]. Writes bench/results/exit-cascade.json.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 const { values } = parseArgs({
   options: {
     children: { type: 'string', default: '10000' },
-    batch: { type: 'string', default: '200' },
+    batch: { type: 'string', default: '50' },
     rounds: { type: 'string', default: '2' },
     'slower-than': { type: 'string', default: '0' },
   },

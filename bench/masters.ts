@@ -7,11 +7,14 @@
 // --concurrency N (4 per worker). The three clusters run side by side and their rounds are
 // interleaved (1, 2, 3, 1, 2, 3, …), so a noisy neighbour on a shared host hits them alike.
 // Writes bench/results/masters.json.
-import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster } from '@libos/e2e';
+import { type TreeMeter, treeMeter } from './lib/cgroup.js';
+import { CHILD_SCRIPTS } from './lib/loops.js';
+import { runPool } from './lib/pool.js';
+import { cpuTotalMs as cpuMs } from './lib/proc.js';
 
 const { values } = parseArgs({
   options: {
@@ -28,45 +31,22 @@ const TREES = Number(values.trees);
 const CHILDREN = Number(values.children);
 const PER_WORKER = Number(values.concurrency);
 const WORKERS = 2;
-const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
+const STAMP = CHILD_SCRIPTS.stamp;
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 process.env.E2E_FROM_DIST = '1';
-
-/** CPU ms of a process and of the children it reaped (clock ticks are 10 ms). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]) * 10, 0);
-  } catch {
-    return 0;
-  }
-}
-
-async function runPool<T>(count: number, concurrency: number, task: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await task(i);
-      }
-    }),
-  );
-  return out;
-}
 
 interface Parts {
   redis: number;
   coordinator: number;
   workers: number;
 }
+/** Each cluster's workers with all they start (their sandboxed children too: lib/cgroup.ts). */
+const workerMeters = new Map<Cluster, TreeMeter>();
 function cpuOf(cluster: Cluster): Parts {
   return {
     redis: (cluster.redis.pids ?? []).reduce((sum, pid) => sum + cpuMs(pid), 0),
     coordinator: cpuMs(cluster.coordinator?.pid),
-    workers: cluster.workers.reduce((sum, worker) => sum + cpuMs(worker?.pid), 0),
+    workers: workerMeters.get(cluster)?.ms() ?? 0,
   };
 }
 
@@ -107,6 +87,13 @@ try {
       coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn' },
     });
     clusters.set(masters, cluster);
+    workerMeters.set(
+      cluster,
+      treeMeter(
+        `masters-${masters}`,
+        cluster.workers.flatMap((worker) => worker?.pid ?? []),
+      ),
+    );
     await cluster.admin.putImage('stamp', {
       command: 'sh',
       args: [STAMP, '{result_file}'],
@@ -149,4 +136,5 @@ try {
   );
 } finally {
   for (const cluster of clusters.values()) await cluster.stop();
+  for (const meter of workerMeters.values()) meter.close();
 }

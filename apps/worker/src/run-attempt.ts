@@ -56,7 +56,7 @@ export interface AttemptContext {
 
 /**
  * How long after a lease renewal was sent the child may run without another: the lease less a
- * margin (a fifth of it, at most 2 s) for the watchdog's tick and the kill itself. The kernel
+ * margin (a fifth of it, at most 2 s) for the watchdog's wake-up and the kill itself. The kernel
  * extends the lease from when the renewal runs, which is after it was sent, so the child is dead
  * before the lease can expire and before the reaper can hand the process to another attempt.
  */

@@ -14,9 +14,12 @@
 // straight from the worker; its EOF (the worker died) kills every armed launch too.
 import { createReadStream, fstatSync, readdirSync, readFileSync } from 'node:fs';
 
-const TICK_MS = Number(process.argv[2] ?? '20');
 /** @type {Map<string, {deadline: number, uid?: number, pgid?: number}>} */
 const armed = new Map();
+/** The one pending wake-up, for the earliest deadline armed when it was set (none: Infinity). */
+/** @type {NodeJS.Timeout | undefined} */
+let timer;
+let timerDue = Number.POSITIVE_INFINITY;
 
 const now = () => Number(process.hrtime.bigint() / 1_000_000n);
 
@@ -82,6 +85,34 @@ function check() {
   }
 }
 
+/**
+ * Keeps one timer set for the earliest deadline. A timer already due sooner is left: a beat or a
+ * disarm only moves deadlines later or drops them, so it wakes early, finds nothing due and sets
+ * the next. Its check runs after the input that came meanwhile is read (setImmediate follows the
+ * poll phase): a watchdog that was itself starved for a while judges by the beats that arrived
+ * meanwhile, not by the deadlines it held before them. A beat is a renewal the kernel granted, so
+ * it never makes a deadline later than the lease allows.
+ */
+function schedule() {
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const entry of armed.values()) if (entry.deadline < earliest) earliest = entry.deadline;
+  if (earliest >= timerDue) return;
+  clearTimeout(timer);
+  timerDue = earliest;
+  timer = setTimeout(
+    () => {
+      timer = undefined;
+      timerDue = Number.POSITIVE_INFINITY;
+      setImmediate(() => {
+        check();
+        schedule();
+      });
+    },
+    // setTimeout holds at most 2^31-1 ms; a later deadline is reached by waking then.
+    Math.min(2 ** 31 - 1, Math.max(0, earliest - now())),
+  );
+}
+
 /** @param {string} line @param {boolean} [beatsOnly] */
 function handle(line, beatsOnly = false) {
   /** @type {{op?: string, id?: string, deadline?: number, uid?: number, pgid?: number}} */
@@ -107,7 +138,7 @@ function handle(line, beatsOnly = false) {
   } else if (op === 'disarm') {
     armed.delete(id);
   }
-  check();
+  schedule();
 }
 
 /** @param {NodeJS.ReadableStream} stream @param {boolean} beatsOnly */
@@ -139,8 +170,3 @@ if (beats) readLines(createReadStream('', { fd: 3 }), true);
 // group must not end the watchdog before the worker has stopped its children.
 for (const name of /** @type {NodeJS.Signals[]} */ (['SIGINT', 'SIGTERM', 'SIGHUP']))
   process.on(name, () => undefined);
-// The tick's check runs after this turn's input is read (setImmediate follows the poll phase):
-// a watchdog that was itself starved for a while judges by the beats that arrived meanwhile,
-// not by the deadlines it held before them. A beat is a renewal the kernel granted, so it never
-// makes a deadline later than the lease allows.
-setInterval(() => setImmediate(check), TICK_MS);

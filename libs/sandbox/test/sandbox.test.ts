@@ -138,6 +138,34 @@ describe('the watchdog', () => {
     await keptExit;
     expect(kept.signalCode).toBe('SIGKILL');
   });
+
+  it('wakes for a deadline armed before the one it waits for, and for a beaten one once the beats stop', async () => {
+    const fired: string[] = [];
+    const watchdog = new Watchdog((firing) => fired.push(firing.id));
+    const far = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    const near = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    const beaten = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    // Its one timer is set for `far` first; `near`, armed after, must not wait for it.
+    watchdog.arm('far', monotonicMs() + 60_000, { pgid: far.pid });
+    watchdog.arm('near', monotonicMs() + 300, { pgid: near.pid });
+    watchdog.arm('beaten', monotonicMs() + 300, { pgid: beaten.pid });
+    const beat = setInterval(() => watchdog.beat('beaten', monotonicMs() + 300), 100);
+    await new Promise((resolve) => near.once('exit', resolve));
+    expect(fired).toEqual(['near']);
+    expect(beaten.exitCode).toBeNull();
+    // The beats stop: the deadline it was last given passes.
+    clearInterval(beat);
+    const stoppedAt = monotonicMs();
+    await new Promise((resolve) => beaten.once('exit', resolve));
+    expect(beaten.signalCode).toBe('SIGKILL');
+    expect(monotonicMs() - stoppedAt).toBeLessThan(5_000);
+    await eventually(() => fired.length === 2);
+    expect(fired).toEqual(['near', 'beaten']);
+    expect(far.exitCode).toBeNull();
+    const farExit = new Promise((resolve) => far.once('exit', resolve));
+    await watchdog.close();
+    await farExit;
+  });
 });
 
 async function eventually(check: () => boolean, withinMs = 5_000): Promise<void> {
