@@ -1,4 +1,4 @@
-// Cost that stays flat (issue 15): 100, 1,000 and 10,000 trivial children queued at once (all
+// Cost that stays flat: 100, 1,000 and 10,000 trivial children queued at once (all
 // spawned through spawn_children in batches before any is waited for), under one root and spread
 // over 10 roots, through a cluster as `libos up` runs it (2 workers × 4, children in their
 // sandboxes). Each case runs on a fresh cluster warmed up by 200 children under a root of its own,
@@ -173,7 +173,7 @@ const lines = [
   ),
 ];
 // Faster than linear: a case's cost per child (time, and memory grown) against the next smaller
-// size's; the issue's target is 10,000 children within 15 % of the 1,000-child throughput.
+// size's; the target is 10,000 children within 15 % of the 1,000-child throughput.
 const notes: string[] = [];
 for (const roots of ROOTS) {
   const mine = cases.filter((c) => c.roots === roots).sort((a, b) => a.children - b.children);

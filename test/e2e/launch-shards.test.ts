@@ -3,7 +3,7 @@ import type { Cluster as RedisCluster } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Cluster, READ_REQUEST, shImage, writeResult } from '../src/index.js';
 
-// Issue 12: a pool's launches spread over LIBOS_LAUNCH_SHARDS queues `{launch-<pool>@<k>}`,
+// A pool's launches spread over LIBOS_LAUNCH_SHARDS queues `{launch-<pool>@<k>}`,
 // chosen by tree with the kernel's hash, each queue its own slot of a real 3-master Redis Cluster.
 
 const SHARDS = 3;

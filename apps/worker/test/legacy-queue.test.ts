@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { eventually, image, root, spawn, useHarness, waitChild } from './helpers.js';
 
-// Issue 12's upgrade: launches an older coordinator put in the one `{libos}` queue still run.
+// The upgrade: launches an older coordinator put in the one `{libos}` queue still run.
 const h = useHarness();
 let connection: Redis;
 let old: Queue<LaunchJob>;

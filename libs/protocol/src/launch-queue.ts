@@ -11,7 +11,7 @@ import { shardOf } from './shard.js';
 export const QUEUE_PREFIX = 'libos';
 
 /**
- * Before issue 12 every queue was `launch-<pool>` under the prefix `{libos}`: one slot for all
+ * Before the queues were sharded every queue was `launch-<pool>` under the prefix `{libos}`: one slot for all
  * launches. Workers still drain it, and the coordinator still finds (and withdraws) jobs there,
  * so launches enqueued before an upgrade run after it.
  */
