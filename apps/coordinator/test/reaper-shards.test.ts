@@ -80,8 +80,9 @@ test('two reapers split the index shards and reap every expired lease exactly on
 
 test("a dead coordinator's shards go to the survivor once its hold lapses, and their leases are reaped", async () => {
   const { kernel } = h.coordinator;
-  const dead = reaper(300);
-  const survivor = reaper(300);
+  // The hold outlasts making the leases below with room for a loaded CI host (300 ms did not).
+  const dead = reaper(1_500);
+  const survivor = reaper(1_500);
   const [heldDead] = await split(dead, survivor);
   // `dead` never sweeps again; a lease in one of its shards expires meanwhile
   const leased = (await expiringLeases([heldDead])).filter((pid) =>
@@ -89,7 +90,7 @@ test("a dead coordinator's shards go to the survivor once its hold lapses, and t
   );
   const meanwhile = recoveredBy(await survivor.sweep());
   for (const pid of leased) expect(meanwhile).not.toContain(pid);
-  await sleep(350);
+  await sleep(1_550);
   const report = await survivor.sweep();
   expect(report.shards).toEqual(ALL_INDEX_SHARDS);
   expect(recoveredBy(report)).toEqual(expect.arrayContaining(leased));
