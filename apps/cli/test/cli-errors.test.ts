@@ -226,7 +226,7 @@ describe('against a running cluster', () => {
       await libos(['--dir', dir, 'ps'], { LIBOS_ADMIN_TOKEN: 'not-the-admin-token' }),
     );
     expect(env).toMatch(/^libos: wrong admin token \(from LIBOS_ADMIN_TOKEN\): /);
-  });
+  }, 60_000); // two CLI starts: ~10 s each on a loaded 2-core host
 
   it('a missing admin token is called missing', async () => {
     const line = expectOneLine(await libos(['--dir', join(root, 'empty'), '--url', up.url, 'ps']));
