@@ -23,7 +23,7 @@ import {
   TERMINATING_SCRIPTS,
   type TreeScript,
 } from './scripts.js';
-import { WakeHub, type WakeTopic, Wakeup } from './wake-hub.js';
+import { WakeHub, type WakeListener, type WakeTopic, Wakeup } from './wake-hub.js';
 
 export interface KernelLimits {
   /** Unacknowledged messages a mailbox holds before sends are refused (`mailbox_full`). */
@@ -162,6 +162,18 @@ export interface CallerProof {
   noticesDue: NoticesDue;
 }
 
+/**
+ * Which wakes of a blocking call over several topics are worth a re-check. Without a gate every
+ * one is. A wait for all of a set re-checks once each member has published (or on a reconnect),
+ * not on every member's exit: two script calls over n children instead of n.
+ */
+export interface WakeGate<T> {
+  /** After each check: what it found (what earlier wakes said is now known). */
+  checked(value: T): void;
+  /** A publish on `topics[index]`: whether to re-check now. */
+  admits(index: number): boolean;
+}
+
 /** For blocking calls: stop early on `signal`, or answer `ready: false` after `pollMs`. */
 export interface CallOptions {
   signal?: AbortSignal;
@@ -291,17 +303,27 @@ export class KernelCore {
   /**
    * A blocking call. Listen first (the tree's channel is usually subscribed already, so this
    * costs no round trip), then check-and-register: a publish after the check cannot be missed.
-   * Re-check on every wake until ready, the long-poll window ends or the caller aborts. A
-   * reconnect of the subscriber also triggers a re-check.
+   * Re-check on every wake the `gate` admits (every wake without one) until ready, the long-poll
+   * window ends or the caller aborts; a window that ends with wakes held back is checked once
+   * more, so the answer is current. A reconnect of the subscriber always triggers a re-check.
    */
   async blocking<T>(
     topic: WakeTopic | readonly WakeTopic[],
     check: (recheck: boolean) => Promise<T>,
     ready: (value: T) => boolean,
     options: CallOptions = {},
+    gate?: WakeGate<T>,
   ): Promise<T> {
     const deadline = Date.now() + (options.pollMs ?? this.limits.pollMs);
     const wake = new Wakeup();
+    let held = false;
+    const listenerOf = (index: number): WakeListener =>
+      gate
+        ? (event) => {
+            if (event.type === 'reconnect' || gate.admits(index)) wake.listener(event);
+            else held = true;
+          }
+        : wake.listener;
     // A wait over a set listens to each of its topics (one channel per tree: no extra round trip).
     const topics = Array.isArray(topic) ? topic : [topic as WakeTopic];
     const releases: (() => void)[] = [];
@@ -309,19 +331,27 @@ export class KernelCore {
       for (const one of releases) one();
     };
     try {
-      for (const one of topics) releases.push(await this.hub.listen(one, wake.listener));
+      for (const [index, one] of topics.entries())
+        releases.push(await this.hub.listen(one, listenerOf(index)));
     } catch (error) {
       release();
       throw error;
     }
+    const checked = async (recheck: boolean) => {
+      held = false;
+      const value = await check(recheck);
+      gate?.checked(value);
+      return value;
+    };
     try {
-      let last = await check(false);
+      let last = await checked(false);
       for (;;) {
         if (ready(last) || options.signal?.aborted) return last;
         const why = await wake.next(deadline, options.signal);
+        if (why === 'timeout' && held) return await checked(true);
         if (why !== 'wake') return last;
         try {
-          last = await check(true);
+          last = await checked(true);
         } catch (error) {
           // Redis may be coming back: keep the wait unless the window is over.
           if (!(error instanceof KernelError && error.code === 'unavailable')) throw error;

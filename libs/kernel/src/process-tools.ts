@@ -8,6 +8,7 @@ import {
   type KernelCore,
   sameTree,
   storedCapability,
+  type WakeGate,
 } from './core.js';
 import { KernelError } from './errors.js';
 import { luaList } from './lua-json.js';
@@ -274,6 +275,7 @@ export class ProcessTools {
       (recheck) => this.waitManyOnce(caller, children, args.mode, true, recheck),
       (result) => result.ready,
       options,
+      args.mode === 'all' ? everyOneEnded(children) : undefined,
     );
   }
 
@@ -410,5 +412,23 @@ export function signalResult(row: ProcessRow): ToolResult<'signal_child_process'
     status: view.status,
     state_generation: view.state_generation,
     pending_signal: view.pending_signal,
+  };
+}
+
+/**
+ * Mode `all` re-checks once every child of the set has ended: the ones the last check found
+ * ended, and each whose exit topic has published since (it carries terminal transitions only).
+ */
+function everyOneEnded(children: readonly string[]): WakeGate<ToolResult<'wait_children'>> {
+  let ended = new Set<string>();
+  return {
+    checked: (result) => {
+      ended = new Set(result.ended_pids);
+    },
+    admits: (index) => {
+      const child = children[index];
+      if (child !== undefined) ended.add(child);
+      return ended.size >= children.length;
+    },
   };
 }

@@ -1,3 +1,4 @@
+import { Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Kernel } from '../src/index.js';
 import { refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
@@ -21,6 +22,27 @@ async function until(check: () => Promise<boolean>, ms = 5000): Promise<void> {
     if (Date.now() > end) throw new Error('condition not reached');
     await new Promise((r) => setTimeout(r, 10));
   }
+}
+
+/**
+ * Counts the script calls Redis runs whose arguments `match` (MONITOR on every master: what the
+ * server really executed, whatever the client does).
+ */
+async function scriptCalls(match: (args: string) => boolean) {
+  const masters = env.client instanceof Cluster ? env.client.nodes('master') : [env.redis];
+  let count = 0;
+  const monitors = await Promise.all(masters.map((node) => node.monitor()));
+  for (const monitor of monitors) {
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (/^evalsha$|^eval$/i.test(args[0] ?? '') && match(args.join(' '))) count += 1;
+    });
+  }
+  return {
+    count: () => count,
+    stop: async () => {
+      for (const monitor of monitors) monitor.disconnect();
+    },
+  };
 }
 
 /** A kernel over the same Redis and keys with other limits. */
@@ -307,6 +329,50 @@ describe('wait_children', () => {
     expect(result).toMatchObject({ ready: true, mode: 'all', ended_pids: set });
     expect(result.children.every((one) => one.ready && one.status === 'exited')).toBe(true);
     expect((await k().admin.getProcess(parent.pid)).status).toBe('running');
+  });
+
+  it('mode all re-checks once when the last of the set ends, not once per exit', async () => {
+    const parent = await root(env, { resource_budget: { children: 40 } });
+    const set = [];
+    for (let i = 0; i < 30; i += 1) set.push(await runningChild(env, parent.pid));
+    const rechecks = await scriptCalls(
+      (args) => args.includes(parent.pid) && args.includes('"recheck":true'),
+    );
+    try {
+      const waiting = k().tools.wait_children(
+        { pid: parent.pid },
+        { child_pids: set.map((c) => c.pid), mode: 'all' },
+        { pollMs: 30_000 },
+      );
+      await until(async () => (await k().admin.getProcess(parent.pid)).status === 'waiting_event');
+      // one at a time, each exit's wake delivered before the next: before, each was a re-check
+      for (const child of set) {
+        await finish(child.pid, child.fence);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const result = await waiting;
+      expect(result).toMatchObject({ ready: true, mode: 'all' });
+      expect(result.ended_pids).toHaveLength(30);
+      // MONITOR lines come on their own connection: let any late one arrive before counting
+      await new Promise((r) => setTimeout(r, 300));
+      expect(rechecks.count()).toBe(1);
+    } finally {
+      await rechecks.stop();
+    }
+  });
+
+  it('mode all: a window that ends with exits not yet checked answers with them', async () => {
+    const { parent, a, b } = await three();
+    const waiting = k().tools.wait_children(
+      { pid: parent.pid },
+      { child_pids: [a.pid, b.pid], mode: 'all' },
+      { pollMs: 1_000 },
+    );
+    await until(async () => (await k().admin.getProcess(parent.pid)).status === 'waiting_event');
+    await finish(a.pid, a.fence);
+    const result = await waiting;
+    expect(result).toMatchObject({ ready: false, ended_pids: [a.pid] });
+    expect(result.children.map((c) => c.status)).toEqual(['exited', 'running']);
   });
 
   it('returns at once when a child of the set already ended, and with block=false observes only', async () => {
