@@ -1,13 +1,13 @@
 // The loops several benchmarks share: a bare loop of contract children without libos (through
-// node:child_process.spawn or execa), and a cluster's rounds through spawn/wait and through the
-// batch tools spawn_children/wait_children.
+// node:child_process.spawn or execa), and a cluster's rounds through spawn/wait (with the SDK, or
+// with plain fetch as a service without it) and through the batch tools spawn_children/wait_children.
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeRequestLine } from '@libos/contract';
-import type { Cluster } from '@libos/e2e';
+import { ADMIN_TOKEN, type Cluster, WORKSPACE } from '@libos/e2e';
 import { execa } from 'execa';
 import { runPool } from './pool.js';
 
@@ -77,6 +77,48 @@ export async function clusterThroughput(cluster: Cluster, image: string, count: 
   await runPool(children.length, 64, async (i) => {
     const done = await client.wait({ child_pid: children[i]!.pid });
     if (done.status !== 'exited') throw new Error(`child ${i}: ${JSON.stringify(done.outcome)}`);
+  });
+  return count / ((performance.now() - started) / 1000);
+}
+
+/** A POST of `body` as JSON with a bearer token, as a service without the SDK sends it; the answer's JSON. */
+async function postJson(url: string, token: string, body: unknown): Promise<Record<string, unknown>> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
+  return (await response.json()) as Record<string, unknown>;
+}
+
+/**
+ * `clusterThroughput`'s round with the global `fetch` instead of the SDK: the root made through
+ * `POST /v1/admin/processes` (admin token), then `POST /v1/tools/spawn_child_process` and
+ * `/wait_child_process` with the root's process token, the wait asked again while a long-poll
+ * window ends unready (docs/api.md, Long-polls): children/s.
+ */
+export async function clusterFetchThroughput(
+  cluster: Cluster,
+  image: string,
+  count: number,
+): Promise<number> {
+  const root = await postJson(`${cluster.url}/v1/admin/processes`, ADMIN_TOKEN, {
+    goal: 'fetch throughput',
+    cwd: WORKSPACE,
+    resource_budget: { children: count + 10 },
+  });
+  const tool = (name: string, args: unknown) =>
+    postJson(`${cluster.url}/v1/tools/${name}`, String(root.token), args);
+  const started = performance.now();
+  const children = await runPool(count, 16, (i) => tool('spawn_child_process', { goal: `t${i}`, image }));
+  await runPool(children.length, 64, async (i) => {
+    for (;;) {
+      const done = await tool('wait_child_process', { child_pid: children[i]!.pid });
+      if (!done.ready) continue;
+      if (done.status !== 'exited') throw new Error(`child ${i}: ${JSON.stringify(done.outcome)}`);
+      return;
+    }
   });
   return count / ((performance.now() - started) / 1000);
 }

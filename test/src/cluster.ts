@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +31,11 @@ export const WORKER_NAME_VAR = 'E2E_WORKER';
 
 /**
  * How the parts run: from source through tsx (the default: no build needed), or built with plain
- * node when E2E_FROM_DIST=1 (what a deployment runs; benchmarks use it).
+ * node when E2E_FROM_DIST=1 (what a deployment runs; benchmarks use it); `bin`: the CLI's bin,
+ * the entry `npx libos` runs (built too).
  */
-function cliEntry(): string[] {
+function cliEntry(bin = false): string[] {
+  if (bin) return [repo('apps/cli/bin/libos.js')];
   if (process.env.E2E_FROM_DIST === '1') return [repo('apps/cli/dist/main.js')];
   return ['--import', 'tsx', '--conditions=@libos/source', CLI_SOURCE];
 }
@@ -46,22 +48,38 @@ export interface CapturedOutput {
 
 const CAPTURE_KEEP = 1 << 20;
 
+/** How `spawnCli` starts a part and where its output goes. */
+interface PartLaunch {
+  /** Through the CLI's bin (`fleet`), else `cliEntry()`'s default. */
+  bin?: boolean;
+  /** LIBOS_LOG_LEVEL for the part; `null`: none given (the part's own default). */
+  logLevel?: string | null;
+  /** Keep its stdout and stderr here. */
+  capture?: CapturedOutput | undefined;
+  /** Append its stdout and stderr to this file (as a log collector would take them). */
+  logFile?: string | undefined;
+}
+
 /** `libos <args>` as its own OS process; with `capture`, its stdout and stderr are kept there. */
 function spawnCli(
   args: string[],
   env: Record<string, string>,
   name: string,
-  capture?: CapturedOutput,
+  launch: PartLaunch = {},
 ): ChildProcess {
+  const { capture, logFile } = launch;
+  const logLevel = launch.logLevel === undefined ? (process.env.E2E_LOG_LEVEL ?? 'warn') : launch.logLevel;
+  const inherited: Record<string, string | undefined> = { ...process.env };
+  if (logLevel === null) delete inherited.LIBOS_LOG_LEVEL;
+  else inherited.LIBOS_LOG_LEVEL = logLevel;
+  const fd = logFile === undefined ? undefined : openSync(logFile, 'a', 0o600);
+  const out = fd ?? (capture ? 'pipe' : 'inherit');
   const child = spawnOwned(
     process.execPath,
-    [...(process.env.E2E_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...cliEntry(), ...args],
-    {
-      cwd: repo('.'),
-      env: { ...process.env, LIBOS_LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn', ...env },
-      stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
-    },
+    [...(process.env.E2E_NODE_ARGS?.split(' ').filter(Boolean) ?? []), ...cliEntry(launch.bin), ...args],
+    { cwd: repo('.'), env: { ...inherited, ...env }, stdio: ['ignore', out, out] },
   );
+  if (fd !== undefined) closeSync(fd); // the part holds its own copy
   child.once('error', (error) => process.stderr.write(`${name}: ${error.message}\n`));
   if (capture) {
     const keep = (chunk: Buffer) => {
@@ -104,6 +122,15 @@ export interface ClusterOptions {
   workerEnv?: Record<string, string>;
   /** Keep what each worker writes to its stdout and stderr (`workerOutput(i)`) instead of passing it on. */
   captureWorkerOutput?: boolean;
+  /**
+   * The parts as README.md's "Running a fleet" starts them: through the CLI's bin (what `npx
+   * libos` runs; needs the build), no LIBOS_LOG_LEVEL (each part's default), the admin token from
+   * a 0600 file (LIBOS_ADMIN_TOKEN_FILE), workers given LIBOS_PUBLIC_URL and `--pools default`,
+   * and the parts' own lease, shutdown grace and reaper interval rather than the tests' short ones.
+   */
+  fleet?: boolean;
+  /** Each part's stdout and stderr go to `<logDir>/<part>.log` instead of this process's. */
+  logDir?: string;
   /**
    * Redis as a Sentinel group (a primary, replicas, sentinels on loopback) instead of one server:
    * every part is given LIBOS_REDIS_SENTINELS and LIBOS_REDIS_SENTINEL_MASTER (`cluster.sentinel`).
@@ -156,6 +183,8 @@ export class Cluster {
   /** This cluster's value of `E2E_CLUSTER`, which every process it starts inherits. */
   readonly marker = randomBytes(6).toString('hex');
   private readonly probe: Redis | RedisCluster;
+  /** With `fleet`: a private dir holding the admin token's 0600 file. */
+  private secrets: string | undefined;
 
   private constructor(
     /** On a Redis Cluster: `url` is the seed list (LIBOS_REDIS_CLUSTER_NODES), `clusterNodes` set. */
@@ -207,6 +236,10 @@ export class Cluster {
     }
     const port = await freePort();
     const cluster = new Cluster(redis, `http://127.0.0.1:${port}`, port, options);
+    if (options.fleet) {
+      cluster.secrets = mkdtempSync(join(tmpdir(), 'libos-e2e-secrets-'));
+      writeFileSync(join(cluster.secrets, 'admin-token'), ADMIN_TOKEN, { mode: 0o600 });
+    }
     try {
       await cluster.startCoordinator();
       await Promise.all(Array.from({ length: options.workers ?? 2 }, (_, i) => cluster.startWorker(i)));
@@ -234,23 +267,37 @@ export class Cluster {
         : { LIBOS_REDIS_URL: this.redis.url };
     return {
       ...where,
-      LIBOS_URL: this.url,
+      // A fleet's workers are told the coordinators' address as LIBOS_PUBLIC_URL (startWorker).
+      ...(this.options.fleet ? {} : { LIBOS_URL: this.url }),
       [CLUSTER_MARKER]: this.marker,
       ...password,
     };
   }
 
+  /** How a part is launched and where its output goes (`fleet`, `logDir`). */
+  private launch(part: string, capture?: CapturedOutput): PartLaunch {
+    const { fleet, logDir } = this.options;
+    return {
+      ...(fleet ? { bin: true, logLevel: null } : {}),
+      capture,
+      logFile: logDir === undefined ? undefined : join(logDir, `${part}.log`),
+    };
+  }
+
   async startCoordinator(): Promise<void> {
+    const fleet = this.options.fleet === true;
     const coordinator = spawnCli(
       ['coordinator'],
       {
         ...this.baseEnv,
-        LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
+        ...(fleet
+          ? { LIBOS_ADMIN_TOKEN_FILE: join(this.secrets!, 'admin-token') }
+          : { LIBOS_ADMIN_TOKEN: ADMIN_TOKEN, LIBOS_REAPER_INTERVAL_MS: '500' }),
         LIBOS_PORT: String(this.port),
-        LIBOS_REAPER_INTERVAL_MS: '500',
         ...this.options.coordinatorEnv,
       },
       'coordinator',
+      this.launch('coordinator'),
     );
     this.coordinator = coordinator;
     await eventually(
@@ -279,7 +326,9 @@ export class Cluster {
   /** Starts worker `index` and resolves once its BullMQ consumers are connected to Redis. */
   async startWorker(index: number, env: Record<string, string> = {}): Promise<ChildProcess> {
     const name = this.workerName(index);
-    const args = ['worker', '--id', name];
+    const fleet = this.options.fleet === true;
+    // The id only names the worker (found by it in CLIENT LIST below); it changes no behaviour.
+    const args = ['worker', '--id', name, ...(fleet ? ['--pools', 'default'] : [])];
     const capture = this.options.captureWorkerOutput ? { text: '', bytes: 0 } : undefined;
     if (capture) this.workerOutput[index] = capture;
     if (this.options.concurrency) args.push('--concurrency', String(this.options.concurrency));
@@ -287,20 +336,24 @@ export class Cluster {
       args,
       {
         ...this.baseEnv,
-        // Short, so crash tests finish soon; not shorter: on a loaded 2-core CI host a worker
-        // launching dozens of sandboxed children at once has stalled past a 3 s lease's fence,
-        // and its watchdog then (rightly) killed children the test expected to finish.
-        LIBOS_LEASE_MS: '5000',
+        ...(fleet
+          ? { LIBOS_PUBLIC_URL: this.url }
+          : {
+              // Short, so crash tests finish soon; not shorter: on a loaded 2-core CI host a worker
+              // launching dozens of sandboxed children at once has stalled past a 3 s lease's fence,
+              // and its watchdog then (rightly) killed children the test expected to finish.
+              LIBOS_LEASE_MS: '5000',
+              // A stop cancels children still running after 2 s rather than 30 (only a failed test leaves any).
+              LIBOS_SHUTDOWN_GRACE_MS: '2000',
+            }),
         // The images' programs live in the repository; every sandbox shows it read-only.
         LIBOS_SANDBOX_RUNTIME: repo('.'),
-        // A stop cancels children still running after 2 s rather than 30 (only a failed test leaves any).
-        LIBOS_SHUTDOWN_GRACE_MS: '2000',
         [WORKER_NAME_VAR]: name,
         ...this.options.workerEnv,
         ...env,
       },
       `worker ${index}`,
-      capture,
+      this.launch(`worker-${index}`, capture),
     );
     this.workers[index] = worker;
     await eventually(
@@ -378,6 +431,7 @@ export class Cluster {
     killAll(left);
     this.probe.disconnect();
     await this.redis.stop();
+    if (this.secrets) rmSync(this.secrets, { recursive: true, force: true });
     return strays;
   }
 }

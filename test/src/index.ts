@@ -26,4 +26,4 @@ export {
 } from './os-processes.js';
 export { eventually, sleep } from './poll.js';
 export { bearer, type RawAnswer, rawRequest, refusalOf } from './raw-http.js';
-export { type Scratch, scratch } from './scratch.js';
+export { type Scratch, scratch, WORKSPACE } from './scratch.js';
