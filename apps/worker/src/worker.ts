@@ -9,9 +9,9 @@ import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { endedJobError, ProcessEnded } from './job-report.js';
-import { LegacyDrain } from './legacy-drain.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
+import { StrayDrain } from './stray-drain.js';
 
 export interface StartWorkerOptions {
   logger?: Logger;
@@ -154,8 +154,8 @@ export async function startWorker(
   const workers = config.pools.flatMap((pool) =>
     launchQueueNames(pool, config.launchShards).map((name) => consume(pool, name, QUEUE_PREFIX)),
   );
-  const legacy = await LegacyDrain.start(config.pools, queues, consume, log);
-  await Promise.all([...workers, ...legacy.running()].map((worker) => worker.waitUntilReady()));
+  const strays = await StrayDrain.start(config.pools, config.launchShards, queues, consume, log);
+  await Promise.all([...workers, ...strays.running()].map((worker) => worker.waitUntilReady()));
   const ops = config.ops ? await startOpsServer(metrics, config.ops.host, config.ops.port) : undefined;
   log.info(
     {
@@ -170,8 +170,8 @@ export async function startWorker(
   let closing: Promise<void> | undefined;
   const close = async () => {
     log.info({ running: running.size, grace_ms: config.shutdownGraceMs }, 'closing: taking no new launches');
-    await legacy.close();
-    const drained = Promise.all([...workers, ...legacy.running()].map((worker) => worker.close()));
+    await strays.close();
+    const drained = Promise.all([...workers, ...strays.running()].map((worker) => worker.close()));
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([
       drained.then(() => true),
