@@ -416,14 +416,16 @@ export function signalResult(row: ProcessRow): ToolResult<'signal_child_process'
 }
 
 /**
- * Mode `all` re-checks once every child of the set has ended: the ones the last check found
- * ended, and each whose exit topic has published since (it carries terminal transitions only).
+ * Mode `all` re-checks once every child of the set has ended: the ones a check found ended, and
+ * each whose exit topic has published (it carries terminal transitions only). Known ends are only
+ * added to: a publish can arrive before the reply of a check that ran before it, and replacing
+ * the set with that check's would forget it (the wait would then sit until its window ends).
  */
-function everyOneEnded(children: readonly string[]): WakeGate<ToolResult<'wait_children'>> {
-  let ended = new Set<string>();
+export function everyOneEnded(children: readonly string[]): WakeGate<ToolResult<'wait_children'>> {
+  const ended = new Set<string>();
   return {
     checked: (result) => {
-      ended = new Set(result.ended_pids);
+      for (const child of result.ended_pids) ended.add(child);
     },
     admits: (index) => {
       const child = children[index];

@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { Kernel } from '../src/index.js';
+import { everyOneEnded } from '../src/process-tools.js';
 import { refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel();
@@ -359,6 +360,22 @@ describe('wait_children', () => {
     } finally {
       await rechecks.stop();
     }
+  });
+
+  it('mode all: an exit published before the reply of a check that missed it is not forgotten', () => {
+    // The order a real race gives (hard to force over loopback): a check runs, a child ends and
+    // its publish is handled here before that check's reply, which does not name it.
+    const gate = everyOneEnded(['a', 'b', 'c']);
+    const answer = (ended_pids: string[]) => ({
+      ready: false,
+      mode: 'all' as const,
+      ended_pids,
+      children: [],
+    });
+    gate.checked(answer(['a']));
+    expect(gate.admits(1)).toBe(false); // b's publish
+    gate.checked(answer(['a'])); // a reply from before b ended
+    expect(gate.admits(2)).toBe(true); // c's publish: all three known ended
   });
 
   it('mode all: a window that ends with exits not yet checked answers with them', async () => {
