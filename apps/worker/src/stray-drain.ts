@@ -19,6 +19,8 @@ interface QueueRef {
   pool: string;
   prefix: string;
   name: string;
+  /** `<prefix>:<name>`: the queue's identity. */
+  key: string;
   /** Why launches may sit there: the pre-upgrade queue, or another shard count's. */
   kind: 'pre-upgrade' | 'other-shards';
 }
@@ -36,7 +38,7 @@ interface QueueRef {
  */
 export class StrayDrain {
   private readonly queues = new Map<string, Queue<LaunchJob>>();
-  /** The drainer taking jobs now, by queue. */
+  /** The drainer taking jobs now, by pool (one at a time). */
   private readonly drainers = new Map<string, Worker>();
   /** Every drainer not yet closed, retiring ones included (shutdown waits for their children). */
   private readonly live = new Set<Worker>();
@@ -74,11 +76,10 @@ export class StrayDrain {
   }
 
   private queue(ref: QueueRef): Queue<LaunchJob> {
-    const key = `${ref.prefix}:${ref.name}`;
-    let queue = this.queues.get(key);
+    let queue = this.queues.get(ref.key);
     if (!queue) {
       queue = new Queue<LaunchJob>(ref.name, { connection: this.connection, prefix: ref.prefix });
-      this.queues.set(key, queue);
+      this.queues.set(ref.key, queue);
     }
     return queue;
   }
@@ -88,7 +89,10 @@ export class StrayDrain {
   }
 
   private async check(): Promise<void> {
-    const idle = this.strays.filter((ref) => !this.drainers.has(`${ref.prefix}:${ref.name}`));
+    // One drainer per pool at a time: a worker never runs more than one queue's concurrency
+    // beyond its own, however many stray queues hold launches; the next is found once it retires.
+    const busy = new Set([...this.drainers.keys()]);
+    const idle = this.strays.filter((ref) => !busy.has(ref.pool));
     const counts = await Promise.all(
       idle.map((ref) =>
         this.queue(ref)
@@ -104,7 +108,7 @@ export class StrayDrain {
     );
     for (const [i, ref] of idle.entries()) {
       const waiting = counts[i] ?? 0;
-      if (waiting === 0 || this.closed) continue;
+      if (waiting === 0 || this.closed || this.drainers.has(ref.pool)) continue;
       if (ref.kind === 'pre-upgrade') {
         this.log.info({ pool: ref.pool, waiting }, 'draining launches left in the pre-upgrade queue');
       } else {
@@ -113,9 +117,8 @@ export class StrayDrain {
           'launches wait in a queue of another LIBOS_LAUNCH_SHARDS than this worker’s: draining it; give every coordinator and worker the same LIBOS_LAUNCH_SHARDS',
         );
       }
-      const key = `${ref.prefix}:${ref.name}`;
       const worker = this.consume(ref.pool, ref.name, ref.prefix);
-      this.drainers.set(key, worker);
+      this.drainers.set(ref.pool, worker);
       this.live.add(worker);
       worker.on('drained', () => {
         this.checking = this.checking.then(() => this.retire(ref, worker));
@@ -123,20 +126,21 @@ export class StrayDrain {
     }
   }
 
-  /** Closes a queue's drainer once it has nothing left to hand out (running jobs finish first). */
+  /** Closes a pool's drainer once its queue has nothing left to hand out (running jobs finish first). */
   private async retire(ref: QueueRef, worker: Worker): Promise<void> {
-    const key = `${ref.prefix}:${ref.name}`;
-    if (this.drainers.get(key) !== worker) return;
+    if (this.drainers.get(ref.pool) !== worker) return;
     if (
       (await this.queue(ref)
         .count()
         .catch(() => 1)) > 0
     )
       return;
-    this.drainers.delete(key);
+    this.drainers.delete(ref.pool);
     this.log.info({ pool: ref.pool, queue: ref.name }, 'stray launch queue drained');
     // Not awaited here: its running children finish on their own time, not the checks'.
     void worker.close().finally(() => this.live.delete(worker));
+    // Another of the pool's stray queues may be waiting its turn.
+    this.schedule();
   }
 
   /** The drainers not yet closed (closed with the worker's others at shutdown). */
@@ -160,9 +164,13 @@ export function strayQueues(pool: string, shards: number): QueueRef[] {
     ...Array.from({ length: MAX_LAUNCH_SHARDS }, (_, k) => launchQueueName(pool, k, MAX_LAUNCH_SHARDS)),
   ]);
   return [
-    { pool, prefix: LEGACY_QUEUE_PREFIX, name: legacyLaunchQueueName(pool), kind: 'pre-upgrade' },
+    queueRef(pool, LEGACY_QUEUE_PREFIX, legacyLaunchQueueName(pool), 'pre-upgrade'),
     ...[...other]
       .filter((name) => !own.has(name))
-      .map((name): QueueRef => ({ pool, prefix: QUEUE_PREFIX, name, kind: 'other-shards' })),
+      .map((name) => queueRef(pool, QUEUE_PREFIX, name, 'other-shards')),
   ];
+}
+
+function queueRef(pool: string, prefix: string, name: string, kind: QueueRef['kind']): QueueRef {
+  return { pool, prefix, name, key: `${prefix}:${name}`, kind };
 }

@@ -61,8 +61,6 @@ export async function startWorker(
       );
     },
     onRestart: (reason) => log.error(reason),
-    // Each pool's concurrency is divided over its shards, rounded up.
-    maxLaunches: config.pools.length * (config.concurrency + config.launchShards),
   });
   // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
   const commands = createRedis(config.redis, 'commands', { maxRetriesPerRequest: 2 });

@@ -348,7 +348,15 @@ export class KernelCore {
       for (;;) {
         if (ready(last) || options.signal?.aborted) return last;
         const why = await wake.next(deadline, options.signal);
-        if (why === 'timeout' && held) return await checked(true);
+        if (why === 'timeout' && held) {
+          try {
+            return await checked(true);
+          } catch (error) {
+            // Redis may be away: answer with what the last check knew, as the window is over.
+            if (error instanceof KernelError && error.code === 'unavailable') return last;
+            throw error;
+          }
+        }
         if (why !== 'wake') return last;
         try {
           last = await checked(true);

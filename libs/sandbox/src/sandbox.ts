@@ -13,7 +13,7 @@ import {
 import type { ConfinedSpawn, Confinement } from '@libos/runner';
 import { bwrapArgs, type Mount, type SandboxView } from './bwrap.js';
 import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
-import { inheritedRlimits, inheritsRlimits, rlimitArgs, type SandboxLimits } from './limits.js';
+import { rlimitArgs, type SandboxLimits } from './limits.js';
 import { UidPool, type UidRange } from './uid-pool.js';
 
 export type IsolationMode = 'strict' | 'auto' | 'none';
@@ -94,12 +94,10 @@ export class Sandbox {
     private readonly pool: UidPool | undefined,
     private readonly cgroups: CgroupHost | undefined,
     private readonly useBwrap: boolean,
-    /** This process's own rlimits (`inheritedRlimits`): launches asking for these need no prlimit. */
-    readonly inherited: readonly string[] | undefined,
   ) {}
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
-  static create(given: SandboxSettings, inherited = inheritedRlimits()): Sandbox {
+  static create(given: SandboxSettings): Sandbox {
     // bwrap by its path, found once: by name, every launch's exec searched PATH first.
     const bwrap = findProgram(given.bwrap, process.cwd(), process.env.PATH) ?? given.bwrap;
     const settings = { ...given, bwrap };
@@ -115,7 +113,7 @@ export class Sandbox {
         rlimits: false,
         missing: ['isolation is off (LIBOS_ISOLATION=none)'],
       };
-      return new Sandbox(settings, report, undefined, undefined, false, inherited);
+      return new Sandbox(settings, report, undefined, undefined, false);
     }
     const missing: string[] = [];
     const root = process.getuid?.() === 0;
@@ -150,7 +148,7 @@ export class Sandbox {
     if (settings.mode === 'strict' && missing.length > 0) {
       throw new Error(`isolation strict cannot be enforced on this host: ${missing.join('; ')}`);
     }
-    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok, inherited);
+    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok);
   }
 
   /** One line for the worker's start-up log. */
@@ -218,12 +216,9 @@ export class ChildSandbox implements Confinement {
     if (uid !== undefined) chownSync(resultDir, uid, uid);
     // Cgroups need the uid switch (root), so a cgroup is named by the host-unique uid.
     if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.open(`u${uid}`, request.limits);
-    // The spawner runs under the default limits (Spawner), so a launch with those inherits them.
-    const rlimits = rlimitArgs(request.limits);
-    const limited =
-      this.host.report.rlimits && !inheritsRlimits(rlimits, this.host.inherited)
-        ? [this.host.settings.prlimit, ...rlimits, '--', child.command, ...child.args]
-        : [child.command, ...child.args];
+    const limited = this.host.report.rlimits
+      ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
+      : [child.command, ...child.args];
     const ids = uid === undefined ? {} : { uid, gid: uid };
     if (!this.useBwrap) {
       const [command = child.command, ...args] = limited;

@@ -1,11 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import type { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { type ContractRunResult, classifyLaunch } from '@libos/contract';
 import { ContractRunAbortedError, type ContractRunOptions, type LaunchControl } from '@libos/runner';
-import { DEFAULT_LIMITS, rlimitArgs } from './limits.js';
 import type { ConfineRequest, IsolationReport, SandboxSettings } from './sandbox.js';
 import { lineReader, type SpawnerEvent, type SpawnerRequest } from './spawner-protocol.js';
 import type { WatchdogFiring } from './watchdog.js';
@@ -25,8 +23,6 @@ export interface SpawnerHandlers {
   onFired?: (firing: WatchdogFiring) => void;
   /** The spawner or its watchdog died and was started again (launches in flight failed). */
   onRestart?: (reason: string) => void;
-  /** The most launches in flight at once (the worker's concurrency): bounds the spawner's open files. */
-  maxLaunches?: number;
 }
 
 interface Pending {
@@ -172,22 +168,11 @@ export class Spawner {
       : [];
     // A small heap: the spawner holds launches in flight, nothing more, and a small process is
     // cheaper to fork for each child.
-    const node = [
+    const proc = spawn(
       process.execPath,
-      ...execArgv,
-      '--max-semi-space-size=2',
-      fileURLToPath(SCRIPT),
-      JSON.stringify(this.settings),
-    ];
-    const [command = process.execPath, ...args] = [
-      ...spawnerLimits(this.settings, this.handlers.maxLaunches),
-      ...node,
-    ];
-    const proc = spawn(command, args, {
-      stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
-      detached: true,
-      env: spawnerEnvironment(this.env),
-    });
+      [...execArgv, '--max-semi-space-size=2', fileURLToPath(SCRIPT), JSON.stringify(this.settings)],
+      { stdio: ['pipe', 'pipe', 'inherit', 'pipe'], detached: true, env: spawnerEnvironment(this.env) },
+    );
     this.#proc = proc;
     proc.stdin?.on('error', () => undefined);
     const beats = proc.stdio[3];
@@ -344,19 +329,3 @@ function spawnerEnvironment(env: Readonly<Record<string, string | undefined>>): 
   }
   return kept;
 }
-
-/**
- * The spawner runs under the default launch's rlimits, so such a launch inherits them and needs no
- * prlimit exec of its own (an exec costs as much as the fork before it: measured in the README).
- * Only as root (exempt from the processes limit; each child's own uid is what it counts), and only
- * when the default open files leave the spawner room for its launches in flight (a few pipes each).
- */
-function spawnerLimits(settings: SandboxSettings, maxLaunches = 0): string[] {
-  if (settings.mode === 'none' || process.getuid?.() !== 0 || !existsSync(settings.prlimit)) return [];
-  if (SPAWNER_FILES + maxLaunches * FILES_PER_LAUNCH > DEFAULT_LIMITS.openFiles) return [];
-  return [settings.prlimit, ...rlimitArgs(DEFAULT_LIMITS), '--'];
-}
-
-/** The spawner's own open files (node, its watchdog's pipes), and each launch's at most. */
-const SPAWNER_FILES = 64;
-const FILES_PER_LAUNCH = 8;

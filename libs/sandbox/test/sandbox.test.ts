@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { contractRun } from '@libos/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
-import { inheritedRlimits, rlimitArgs } from '../src/limits.js';
 
 const work = mkdtempSync(join(tmpdir(), 'sandbox-test-'));
 chmodSync(work, 0o777);
@@ -183,48 +182,4 @@ it('this host enforces everything (root, bubblewrap, cgroups, prlimit: tools/set
   expect(sandbox.report.missing).toEqual([]);
   expect(sandbox.describe()).toMatch(/^isolation strict: /);
   expect(existsSync(locks)).toBe(true);
-});
-
-describe('rlimits a launch inherits', () => {
-  const LIMITS = `Limit                     Soft Limit           Hard Limit           Units
-Max cpu time              unlimited            unlimited            seconds
-Max file size             1073741824           1073741824           bytes
-Max processes             258                  258                  processes
-Max open files            1024                 1024                 files
-`;
-
-  it('reads /proc/self/limits as the prlimit options that set them (soft = hard only)', () => {
-    expect(inheritedRlimits(LIMITS)).toEqual(rlimitArgs(DEFAULT_LIMITS));
-    expect(
-      inheritedRlimits(LIMITS.replace('1024                 1024', '1024                 4096')),
-    ).toEqual(['--fsize=1073741824', '--nproc=258']);
-    expect(inheritedRlimits(LIMITS.replace(/cpu time\s+unlimited\s+unlimited/, 'cpu time 2 2'))).toContain(
-      '--cpu=2',
-    );
-  });
-
-  it('a launch with the inherited limits runs without prlimit; other limits, or none inherited, with it', async () => {
-    const settings = { ...sandbox.settings, cgroupName: 'libos-sandbox-test-inherit' };
-    const inheriting = Sandbox.create(settings, rlimitArgs(DEFAULT_LIMITS));
-    const plain = Sandbox.create(settings, undefined);
-    try {
-      const argv = async (host: Sandbox, limits = DEFAULT_LIMITS) => {
-        const confinement = host.confine({ cwd: work, paths: [], runtime: [], limits, network: 'host' });
-        try {
-          const launch = await confinement.spawn({ command: 'sh', args: ['-c', 'true'], env: {} }, work);
-          return [launch.command, ...launch.args];
-        } finally {
-          await confinement.release();
-        }
-      };
-      expect(await argv(inheriting)).not.toContain('/usr/bin/prlimit');
-      expect(await argv(inheriting)).toContain('/usr/bin/setpriv');
-      const other = await argv(inheriting, { ...DEFAULT_LIMITS, openFiles: 512 });
-      expect(other.slice(other.indexOf('/usr/bin/prlimit'))).toContain('--nofile=512');
-      expect(await argv(plain)).toContain('/usr/bin/prlimit');
-    } finally {
-      inheriting.close();
-      plain.close();
-    }
-  });
 });
