@@ -65,7 +65,10 @@ it('runs a launch a coordinator with another LIBOS_LAUNCH_SHARDS put in a shard 
     await (await h.queue('gpu').getJob(id))?.remove();
     await other.add('launch', { pid: child, attempt: 1 }, { jobId: id, attempts: 1 });
     const lines: string[] = [];
-    await h.startWorker({ LIBOS_POOLS: 'gpu' }, pino({ level: 'info' }, { write: (line: string) => lines.push(line) }));
+    await h.startWorker(
+      { LIBOS_POOLS: 'gpu' },
+      pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
+    );
     // said on start, as the setting to fix
     expect(lines.join('')).toContain('another LIBOS_LAUNCH_SHARDS');
     expect(lines.join('')).toContain('{launch-gpu@3}');
