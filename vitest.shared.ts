@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import UnhandledErrorsReporter from './tools/vitest-unhandled-reporter.ts';
 
 // Workspace packages resolve to their TypeScript sources in tests (no build needed), via the
 // `@libos/source` export condition that tsconfig's customConditions also uses.
@@ -15,7 +16,7 @@ export function libosVitestConfig(options: { testTimeout?: number; fileParalleli
       hookTimeout: 30_000,
       fileParallelism: options.fileParallelism ?? true,
       passWithNoTests: true,
-      reporters: ['default', 'json'],
+      reporters: ['default', 'json', new UnhandledErrorsReporter()],
       outputFile: { json: 'reports/vitest.json' },
     },
   });

@@ -84,10 +84,8 @@ async function lineSeen(lines: () => { msg: string }[], msg: string, withinMs = 
 }
 
 afterAll(async () => {
-  for (const child of started) {
-    child.kill('SIGTERM');
-    await exited(child);
-  }
+  for (const child of started) child.kill('SIGTERM');
+  await Promise.all(started.map(exited));
 }, 30_000);
 
 describe('libos coordinator with Redis down', () => {

@@ -1,5 +1,6 @@
 import type { ArchiveSink, Kernel, SweepReport } from '@libos/kernel';
 import type { Logger } from 'pino';
+import { atMost, STOP_WAIT_MS } from './at-most.js';
 import type { Metrics } from './metrics.js';
 
 /**
@@ -11,6 +12,7 @@ import type { Metrics } from './metrics.js';
 export class GcSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<SweepReport> | undefined;
+  private stopping = false;
 
   constructor(
     private readonly kernel: Kernel,
@@ -20,14 +22,22 @@ export class GcSweeper {
 
   start(): void {
     this.timer = setInterval(() => {
-      this.sweep().catch((error: unknown) => this.log.warn({ err: error }, 'retention sweep failed'));
+      this.sweep().catch((error: unknown) => {
+        // A sweep cut short by the coordinator's own stop is not news.
+        if (!this.stopping) this.log.warn({ err: error }, 'retention sweep failed');
+      });
     }, this.options.intervalMs);
     this.timer.unref();
   }
 
+  /** Stops the loop; a sweep in flight is waited for at most `STOP_WAIT_MS`. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.running?.catch(() => undefined);
+    this.stopping = true;
+    await atMost(
+      this.running?.catch(() => undefined),
+      STOP_WAIT_MS,
+    );
   }
 
   /** One sweep now (joined with one already running). */

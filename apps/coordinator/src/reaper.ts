@@ -1,5 +1,6 @@
 import { type Kernel, REAPER_HOLD_MAX_MS, type ReaperShards, type Recovery } from '@libos/kernel';
 import type { Logger } from 'pino';
+import { atMost, STOP_WAIT_MS } from './at-most.js';
 import type { Launcher } from './launcher.js';
 
 export interface ReaperOptions {
@@ -39,6 +40,7 @@ export interface ReapReport {
 export class Reaper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private stopping = false;
   private lastRepair = Date.now();
   private lastRelaunch = 0;
   private readonly shards: ReaperShards;
@@ -55,7 +57,10 @@ export class Reaper {
   start(): void {
     this.timer = setInterval(() => {
       this.running ??= this.sweep()
-        .catch((error: unknown) => this.log.warn({ err: error }, 'reaper sweep failed'))
+        .catch((error: unknown) => {
+          // A sweep cut short by the coordinator's own stop is not news.
+          if (!this.stopping) this.log.warn({ err: error }, 'reaper sweep failed');
+        })
         .finally(() => {
           this.running = undefined;
         });
@@ -63,13 +68,18 @@ export class Reaper {
     this.timer.unref();
   }
 
-  /** Stop sweeping and let go of the shards, so the other coordinators take them at once. */
+  /**
+   * Stop sweeping and let go of the shards, so the other coordinators take them at once; each
+   * step waits at most `STOP_WAIT_MS`.
+   */
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.running;
-    await this.shards
-      .release()
-      .catch((error: unknown) => this.log.warn({ err: error }, 'reaper release failed'));
+    this.stopping = true;
+    await atMost(this.running, STOP_WAIT_MS);
+    await atMost(
+      this.shards.release().catch((error: unknown) => this.log.warn({ err: error }, 'reaper release failed')),
+      STOP_WAIT_MS,
+    );
   }
 
   async sweep(): Promise<ReapReport> {

@@ -74,6 +74,8 @@ export async function buildServer(
   redis: RedisClient,
   queueRedis: RedisClient,
   logger: Logger,
+  /** The background loops' (retention sweep) logger: the caller quiets it while Redis is away. */
+  loopLogger: Logger = logger,
 ): Promise<ServerParts> {
   const metrics = createMetrics();
   const launcher = new Launcher(
@@ -229,7 +231,7 @@ export async function buildServer(
     }),
   );
   await app.register((scope) => opsRoutes(scope, { redis, kernel, launcher, metrics }));
-  const sweeper = new GcSweeper(kernel, logger, {
+  const sweeper = new GcSweeper(kernel, loopLogger, {
     intervalMs: config.LIBOS_GC_INTERVAL_MS,
     metrics,
     ...(config.LIBOS_ARCHIVE_DIR ? { archive: jsonlArchive(config.LIBOS_ARCHIVE_DIR) } : {}),

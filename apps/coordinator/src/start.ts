@@ -77,25 +77,25 @@ export async function startCoordinator(
     enableAutoPipelining: true,
   });
   const queueRedis = createRedis(redisSettings, 'queues');
-  // While Redis is unreachable the reaper's every sweep fails the same way: the outage's own
-  // lines say so, not a stack per sweep.
-  const reaperLogger = logger.child({});
+  // While Redis is unreachable every sweep (the reaper's, retention's) fails the same way: the
+  // outage's own lines say so, not a stack per sweep.
+  const loopLogger = logger.child({});
   const outage = redisOutageLog(
     logger,
     (error) => describeRedisError(redisSettings, error),
     30_000,
     (down) => {
-      reaperLogger.level = down && logger.levelVal < 50 ? 'error' : logger.level;
+      loopLogger.level = down && logger.levelVal < 50 ? 'error' : logger.level;
     },
   );
   for (const client of [redis, queueRedis]) {
     client.on('error', outage.error);
     client.on('ready', outage.ready);
   }
-  const parts = await buildServer(config, redis, queueRedis, logger);
+  const parts = await buildServer(config, redis, queueRedis, logger, loopLogger);
   const address = await parts.app.listen({ port: config.LIBOS_PORT, host: config.LIBOS_HOST });
   const url = address.replace('[::1]', '127.0.0.1');
-  const reaper = new Reaper(parts.kernel, parts.launcher, reaperLogger, {
+  const reaper = new Reaper(parts.kernel, parts.launcher, loopLogger, {
     intervalMs: config.LIBOS_REAPER_INTERVAL_MS,
     relaunchAfterMs: config.LIBOS_RELAUNCH_AFTER_MS,
     ...(config.LIBOS_REAPER_HOLD_MS === undefined ? {} : { holdMs: config.LIBOS_REAPER_HOLD_MS }),

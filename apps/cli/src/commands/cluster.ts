@@ -8,7 +8,6 @@ import type { GlobalOptions } from '../context.js';
 import { CliError } from '../errors.js';
 import { emit, paint } from '../output.js';
 
-/** Resolves on the first SIGINT or SIGTERM. */
 /**
  * Resolves at the first SIGINT, SIGTERM or SIGHUP (a graceful stop). A second one exits at once:
  * `process.exit` runs the exit hooks that SIGKILL every child's process group, where the default
