@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { assemble } from '../src/scripts.js';
 import { root, runningChild, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel({ own: true, aof: true });
@@ -125,4 +127,34 @@ describe('durability with AOF', () => {
     expect(result).toMatchObject({ ready: true, status: 'exited' });
     expect((await k().admin.getProcess(parent.pid)).status).toBe('running');
   }, 30_000);
+});
+
+describe('scripts on a server that forgot them', () => {
+  it('answers the call that found none by EVAL and loads every script, so the next calls are one EVALSHA', async () => {
+    const parent = await root(env);
+    await env.redis.script('FLUSH');
+    const sha = (name: string) => createHash('sha1').update(assemble(name)).digest('hex');
+    expect(await env.redis.script('EXISTS', sha('tree'))).toEqual([0]);
+    const sent: string[] = [];
+    const original = env.redis.sendCommand.bind(env.redis) as (...args: unknown[]) => unknown;
+    env.redis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
+      sent.push(command.name === 'script' ? `script ${String(command.args[0])}` : command.name);
+      return original(command, ...rest);
+    }) as typeof env.redis.sendCommand;
+    try {
+      const child = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'after a flush' });
+      expect(child.pid).toBe(`${parent.pid}.1`);
+      expect(sent.slice(0, 2)).toEqual(['evalsha', 'eval']);
+      // every script, the ones this call did not use too
+      await until(
+        async () => (await env.redis.script('EXISTS', sha('tree'), sha('complete'))).join() === '1,1',
+      );
+      expect(sent.filter((name) => name === 'script LOAD').length).toBeGreaterThanOrEqual(27);
+      sent.length = 0;
+      await k().admin.tree(parent.pid);
+      expect(sent).toEqual(['evalsha']);
+    } finally {
+      env.redis.sendCommand = original as typeof env.redis.sendCommand;
+    }
+  });
 });
