@@ -35,7 +35,10 @@ export class CgroupHost {
    */
   static detect(name: string, root?: string): CgroupHost | undefined {
     const own = ownCgroups();
-    if (existsSync(join(ROOT, 'cgroup.controllers'))) {
+    // v2 where the host mounts it at /sys/fs/cgroup, or where `root` is a v2 directory (a hybrid
+    // host's /sys/fs/cgroup/unified, or a v2 hierarchy mounted beside v1 controllers).
+    const v2Root = root !== undefined && existsSync(join(root, 'cgroup.controllers'));
+    if (v2Root || existsSync(join(ROOT, 'cgroup.controllers'))) {
       const base = root ?? join(ROOT, own.get('') ?? '/', name);
       const parent = root ?? join(ROOT, own.get('') ?? '/');
       if (!tryMkdir(base)) return undefined;
