@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { TEXTS } from '@libos/contract';
 import { atExit } from './exit-cleanup.js';
@@ -88,6 +89,7 @@ export class SupervisedChild {
           'pipe',
           typeof stderr === 'function' ? 'pipe' : stderr,
           ...(handshake ? (['pipe', 'pipe'] as const) : []),
+          ...(launch?.fds ?? []),
         ],
         detached: true,
         ...(launch?.uid === undefined ? {} : { uid: launch.uid }),
@@ -98,6 +100,9 @@ export class SupervisedChild {
         ok: false,
         failure: TEXTS.spawnFailed(error instanceof Error ? error.message : String(error)),
       };
+    } finally {
+      // the launcher has its own copies (or failed to start): ours are not needed
+      for (const fd of launch?.fds ?? []) closeQuietly(fd);
     }
     // A failed spawn has no pid and reports its error asynchronously. Later 'error' events are
     // not expected (signals go through process.kill) and must not crash the caller either.
@@ -172,6 +177,12 @@ export class SupervisedChild {
     this.streamFailure = TEXTS.streamFailed(error.message);
     this.#onFailure();
   }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {}
 }
 
 function ignoreThrow(tap: (chunk: Uint8Array) => void, chunk: Uint8Array): void {

@@ -88,6 +88,11 @@ export interface ConfinedSpawn {
    * before the request is written.
    */
   handshake: boolean;
+  /**
+   * Open descriptors the launcher gets next, in order: from fd 5 with a handshake, else from fd 3.
+   * The runner closes its own copies once the launcher is spawned.
+   */
+  fds?: number[];
 }
 
 /**

@@ -33,8 +33,17 @@ export interface SandboxView {
  * home), and the directories it creates on the way to a mount are made searchable (0755).
  * Otherwise bwrap runs as the child's uid in a user namespace of its own, and shows only what
  * that uid can reach.
+ *
+ * A path in `pinned` is bound from the descriptor the launcher holds for it, not by its name:
+ * what is mounted is what was checked, whatever a child renames or swaps in meanwhile.
  */
-export function bwrapArgs(view: SandboxView, handshake: boolean, privileged: boolean): string[] {
+export function bwrapArgs(
+  view: SandboxView,
+  handshake: boolean,
+  privileged: boolean,
+  /** Paths bound from a descriptor the launcher holds (`--bind-fd`): path -> its fd there. */
+  pinned: ReadonlyMap<string, number> = new Map(),
+): string[] {
   const args = privileged ? [] : ['--unshare-user'];
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (view.network === 'none') args.push('--unshare-net');
@@ -44,7 +53,7 @@ export function bwrapArgs(view: SandboxView, handshake: boolean, privileged: boo
   // Host directories shown: what lies inside them exists already, with the host's permissions.
   const shown: string[] = [];
   const made = new Set(['/proc', '/dev', '/tmp']);
-  const mount = (option: string, path: string) => {
+  const mount = (option: '--bind' | '--ro-bind', path: string) => {
     if (privileged) {
       // Each directory on the way that bwrap would create, searchable, unless a mount shows it.
       for (const dir of ancestors(path)) {
@@ -53,7 +62,9 @@ export function bwrapArgs(view: SandboxView, handshake: boolean, privileged: boo
         args.push('--perms', '0755', '--dir', dir);
       }
     }
-    args.push(option, path, path);
+    const fd = pinned.get(path);
+    if (fd === undefined) args.push(option, path, path);
+    else args.push(`${option}-fd`, String(fd), path);
     shown.push(path);
   };
   for (const path of view.runtime) {
@@ -80,7 +91,7 @@ function ancestors(path: string): string[] {
 const links = new Map<string, string | undefined>();
 
 /** Where `path` links to, when it is a symlink (cached: the host's layout does not change). */
-function symlinkTarget(path: string): string | undefined {
+export function symlinkTarget(path: string): string | undefined {
   if (!links.has(path)) {
     let target: string | undefined;
     try {

@@ -2,16 +2,19 @@ import { spawnSync } from 'node:child_process';
 import {
   accessSync,
   chownSync,
+  closeSync,
   constants,
   existsSync,
   lstatSync,
+  openSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
   realpathSync,
   statSync,
 } from 'node:fs';
 import type { ConfinedSpawn, Confinement } from '@libos/runner';
-import { bwrapArgs, type Mount, type SandboxView } from './bwrap.js';
+import { bwrapArgs, isInside, type Mount, type SandboxView, symlinkTarget } from './bwrap.js';
 import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
 import { rlimitArgs, type SandboxLimits } from './limits.js';
 import { UidPool, type UidRange } from './uid-pool.js';
@@ -209,8 +212,13 @@ export class ChildSandbox implements Confinement {
     resultDir: string,
   ): Promise<ConfinedSpawn> {
     const { request, uid } = this;
+    const hidden = this.host.settings.hide;
     requireDirectory(request.cwd, 'cwd');
-    for (const mount of request.paths) requireReal(mount.path, 'inherited path');
+    requireNotHidden(request.cwd, 'cwd', hidden);
+    for (const mount of request.paths) {
+      requireReal(mount.path, 'inherited path');
+      requireNotHidden(mount.path, 'inherited path', hidden);
+    }
     // Inside the sandbox a missing program is the launcher's exit 127; say it as a spawn would.
     requireProgram(child.command, request.cwd, child.env.PATH);
     if (uid !== undefined) chownSync(resultDir, uid, uid);
@@ -236,6 +244,21 @@ export class ChildSandbox implements Confinement {
     // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
     // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
     const privileged = uid !== undefined;
+    // Every path but the system's is bound from a descriptor opened and checked here: a name
+    // checked and then mounted by root could meanwhile be swapped for a symlink to anywhere.
+    // A child's paths (cwd, inherited) must be real paths; the operator's (runtime, the result
+    // directory under TMPDIR) may lead through a symlink to where they really are.
+    const pins = pinPaths(
+      [
+        { path: request.cwd, what: 'cwd', exact: true },
+        ...request.paths.map(({ path }) => ({ path, what: 'inherited path', exact: true })),
+        ...view.runtime
+          .filter((path) => !SYSTEM_RUNTIME.includes(path) && !symlinkTarget(path) && existsSync(path))
+          .map((path) => ({ path, what: 'runtime path', exact: false })),
+        { path: resultDir, what: 'result directory', exact: false },
+      ].filter(({ path }) => path !== '/'),
+      handshake ? 5 : 3,
+    );
     const switched = privileged
       ? [
           SETPRIV,
@@ -251,17 +274,28 @@ export class ChildSandbox implements Confinement {
       : limited;
     return {
       command: this.host.settings.bwrap,
-      args: [...bwrapArgs(view, handshake, privileged), '--', ...switched],
+      args: [...bwrapArgs(view, handshake, privileged, pins.at), '--', ...switched],
       cwd: '/',
       handshake,
+      fds: pins.fds,
     };
   }
 
   async started(_pid: number, report: NodeJS.ReadableStream, release: NodeJS.WritableStream): Promise<void> {
     const childPid = await readChildPid(report);
-    this.#cgroup?.join(childPid);
+    try {
+      this.#cgroup?.join(childPid);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      throw new Error('the sandbox ended before it started (it failed setting up its view)');
+    }
+    // bwrap reads the release only once its mounts are made: one that failed meanwhile is gone,
+    // and the write's EPIPE fails this launch (reported by the callback; the event must not throw).
+    release.on('error', () => undefined);
     await new Promise<void>((resolve, reject) => {
-      release.write('1', (error) => (error ? reject(error) : resolve()));
+      release.write('1', (error) =>
+        error ? reject(new Error(`the sandbox ended before it started (${error.message})`)) : resolve(),
+      );
     });
     release.end();
   }
@@ -366,6 +400,49 @@ function findProgram(command: string, cwd: string, path: string | undefined): st
     } catch {}
   }
   return undefined;
+}
+
+/** O_PATH (Linux): a descriptor that names a file without opening it (no FIFO blocks, no device wakes). */
+const O_PATH = 0o10000000;
+
+/**
+ * Opens each path (O_PATH) and checks that what was opened is where the path really is (`exact`:
+ * the path itself, no symlink on the way, nothing swapped since it was checked); their
+ * descriptors, and the fd each will be in the launcher, numbered from `first`. Throws (closing
+ * what it opened) when one is not.
+ */
+function pinPaths(
+  paths: { path: string; what: string; exact: boolean }[],
+  first: number,
+): { fds: number[]; at: Map<string, number> } {
+  const fds: number[] = [];
+  const at = new Map<string, number>();
+  try {
+    for (const { path, what, exact } of paths) {
+      if (at.has(path)) continue;
+      const expected = exact ? path : realpathSync(path);
+      const fd = openSync(path, O_PATH);
+      fds.push(fd);
+      const opened = readlinkSync(`/proc/self/fd/${fd}`);
+      if (opened !== expected)
+        throw new Error(`${what} ${path} changed while it was checked (it leads to ${opened})`);
+      at.set(path, first + fds.length - 1);
+    }
+  } catch (error) {
+    for (const fd of fds) closeSync(fd);
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new Error(`a path to show in the sandbox is gone: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+  return { fds, at };
+}
+
+/** A shown path inside a hidden one would show what the worker hides (its state, its secrets). */
+function requireNotHidden(path: string, what: string, hidden: readonly string[]): void {
+  const hiding = hidden.find((dir) => isInside(path, dir));
+  if (hiding !== undefined)
+    throw new Error(`${what} ${path} is inside ${hiding}, which this worker hides from children`);
 }
 
 function requireReal(path: string, what: string): void {

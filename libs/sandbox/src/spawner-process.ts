@@ -13,6 +13,7 @@ import {
   contractRun,
   type LaunchControl,
 } from '@libos/runner';
+import { closeInheritedFds } from './inherited-fds.js';
 import { Sandbox, type SandboxSettings } from './sandbox.js';
 import { lineReader, type RunRequest, type SpawnerEvent, type SpawnerRequest } from './spawner-protocol.js';
 import { monotonicMs, Watchdog } from './watchdog.js';
@@ -25,6 +26,12 @@ interface Run {
   abort: AbortController;
   control: LaunchControl | undefined;
 }
+
+// Before anything is launched: what this process inherited without close-on-exec would reach
+// every child. (Node marks the first ones close-on-exec at start, up to the first gap above 15,
+// fd 3, the worker's pipe of beats, among them; one further up, as a shell's `exec 100<file`
+// makes, it does not.)
+closeInheritedFds();
 
 const runs = new Map<number, Run>();
 const settings = JSON.parse(process.argv[2] ?? '{}') as SandboxSettings;
