@@ -102,6 +102,30 @@ describe('validation and errors', () => {
     expect(body.error.message).toContain('channel');
   });
 
+  test('an image with a cwd, runtime paths and limits is stored and shown with its paths normalized', async () => {
+    const spec = {
+      command: 'sh',
+      args: ['run.sh', '{result_file}'],
+      cwd: '/srv//work/',
+      runtime: ['/opt/tools/'],
+      limits: { memory_mb: 256, pids: 64 },
+      network: 'none',
+    };
+    const put = await raw(h.coordinator.url, '/v1/admin/images/with-paths', {
+      method: 'PUT',
+      token: ADMIN_TOKEN,
+      body: JSON.stringify(spec),
+    });
+    expect(put.status).toBe(200);
+    const shown = { cwd: '/srv/work', runtime: ['/opt/tools'], limits: { memory_mb: 256, pids: 64 } };
+    expect(put.body).toMatchObject({ name: 'with-paths', spec: shown });
+    const one = await raw(h.coordinator.url, '/v1/admin/images/with-paths', { token: ADMIN_TOKEN });
+    expect(one).toMatchObject({ status: 200, body: { spec: shown } });
+    const all = await raw(h.coordinator.url, '/v1/admin/images', { token: ADMIN_TOKEN });
+    expect(all.status).toBe(200);
+    expect((all.body as { images: { name: string }[] }).images.map((i) => i.name)).toContain('with-paths');
+  });
+
   test('an image without {result_file} is refused and not stored', async () => {
     const res = await raw(h.coordinator.url, '/v1/admin/images/broken', {
       method: 'PUT',

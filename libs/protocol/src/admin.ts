@@ -36,38 +36,47 @@ export const imageLimitsSchema = z.strictObject({
 });
 export type ImageLimits = z.infer<typeof imageLimitsSchema>;
 
+const imageSpecFields = z.strictObject({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  cwd: imageCwdSchema.optional(),
+  env: z.record(z.string(), z.string()).optional(),
+  kind: z.string().min(1).max(128).optional(),
+  pool: poolSchema.default('default'),
+  deadline_ms: z.number().int().positive().optional(),
+  cancel_grace_ms: z.number().int().min(0).optional(),
+  required_capabilities: z.array(capabilityRequirementSchema).default([]),
+  default_budget: budgetRequestSchema.optional(),
+  /** Skills a process of this image starts with (its default skill snapshot). */
+  skills: z.array(z.string().min(1).max(128)).max(256).default([]),
+  /** What one child may use on its worker's host; omitted fields take the worker's defaults. */
+  limits: imageLimitsSchema.optional(),
+  /** Host paths the child's sandbox shows read-only besides the system directories (its runtime). */
+  runtime: z.array(imageCwdSchema).max(64).optional(),
+  /** `none`: the child gets a network namespace of its own (loopback only, no coordinator). */
+  network: z.enum(['host', 'none']).optional(),
+});
+
 /** How a worker launches a child. `args` must name `{result_file}`. */
-export const imageSpecSchema = z
-  .strictObject({
-    command: z.string().min(1),
-    args: z.array(z.string()).default([]),
-    cwd: imageCwdSchema.optional(),
-    env: z.record(z.string(), z.string()).optional(),
-    kind: z.string().min(1).max(128).optional(),
-    pool: poolSchema.default('default'),
-    deadline_ms: z.number().int().positive().optional(),
-    cancel_grace_ms: z.number().int().min(0).optional(),
-    required_capabilities: z.array(capabilityRequirementSchema).default([]),
-    default_budget: budgetRequestSchema.optional(),
-    /** Skills a process of this image starts with (its default skill snapshot). */
-    skills: z.array(z.string().min(1).max(128)).max(256).default([]),
-    /** What one child may use on its worker's host; omitted fields take the worker's defaults. */
-    limits: imageLimitsSchema.optional(),
-    /** Host paths the child's sandbox shows read-only besides the system directories (its runtime). */
-    runtime: z.array(imageCwdSchema).max(64).optional(),
-    /** `none`: the child gets a network namespace of its own (loopback only, no coordinator). */
-    network: z.enum(['host', 'none']).optional(),
-  })
-  .refine((image) => image.args.some((arg) => arg.includes(RESULT_FILE_ARG)), {
-    message: `args must name ${RESULT_FILE_ARG}`,
-    path: ['args'],
-  });
+export const imageSpecSchema = imageSpecFields.refine(
+  (image) => image.args.some((arg) => arg.includes(RESULT_FILE_ARG)),
+  { message: `args must name ${RESULT_FILE_ARG}`, path: ['args'] },
+);
 export type ImageSpec = z.infer<typeof imageSpecSchema>;
 export type ImageSpecInput = z.input<typeof imageSpecSchema>;
 
+/**
+ * A stored spec as an answer shows it: its paths are already normalized, so plain strings (the
+ * request schema's normalizing transform cannot be run backwards to encode a response).
+ */
+const imageSpecViewSchema = imageSpecFields.extend({
+  cwd: z.string().optional(),
+  runtime: z.array(z.string()).optional(),
+});
+
 export const imageViewSchema = z.object({
   name: imageNameSchema,
-  spec: imageSpecSchema,
+  spec: imageSpecViewSchema,
   kind: z.string(),
   updated_at: timestampSchema,
 });
