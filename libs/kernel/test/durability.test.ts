@@ -146,9 +146,10 @@ describe('scripts on a server that forgot them', () => {
       expect(child.pid).toBe(`${parent.pid}.1`);
       expect(sent.slice(0, 2)).toEqual(['evalsha', 'eval']);
       // every script, the ones this call did not use too
-      await until(
-        async () => (await env.redis.script('EXISTS', sha('tree'), sha('complete'))).join() === '1,1',
-      );
+      await until(async () => {
+        const loaded = (await env.redis.script('EXISTS', sha('tree'), sha('complete'))) as number[];
+        return loaded.join() === '1,1';
+      });
       expect(sent.filter((name) => name === 'script LOAD').length).toBeGreaterThanOrEqual(27);
       sent.length = 0;
       await k().admin.tree(parent.pid);
