@@ -37,17 +37,22 @@ async function redisServer(port: number): Promise<ChildProcess> {
 }
 
 /** `libos coordinator` against `redis://127.0.0.1:<redisPort>`, its log lines collected. */
-function coordinator(
+function coordinator(redisPort: number, port: number) {
+  return part('coordinator', redisPort, { LIBOS_ADMIN_TOKEN: ADMIN_TOKEN, LIBOS_PORT: String(port) });
+}
+
+/** `libos <command>` against `redis://127.0.0.1:<redisPort>`, every line it writes collected. */
+function part(
+  command: 'coordinator' | 'worker',
   redisPort: number,
-  port: number,
+  env: Record<string, string>,
 ): { child: ChildProcess; lines: () => { msg: string; err?: unknown }[] } {
-  const child = spawn(process.execPath, [...CLI_FROM_SOURCE, 'coordinator'], {
+  const child = spawn(process.execPath, [...CLI_FROM_SOURCE, command], {
     env: {
       PATH: process.env.PATH,
       LIBOS_REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-      LIBOS_ADMIN_TOKEN: ADMIN_TOKEN,
-      LIBOS_PORT: String(port),
       LIBOS_LOG_LEVEL: 'info',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -126,4 +131,19 @@ describe('libos coordinator with Redis down', () => {
     ).toEqual(['redis unreachable: retrying', 'redis reachable again']);
     expect(JSON.stringify(part.lines())).not.toMatch(/"stack"/);
   }, 60_000);
+});
+
+describe('libos worker with Redis down', () => {
+  it('logs one line when Redis is unreachable, not a line (or a stack on stderr) per retry', async () => {
+    const worker = part('worker', await freePort(), { LIBOS_PUBLIC_URL: 'http://127.0.0.1:9' });
+    await lineSeen(worker.lines, 'redis unreachable: retrying');
+    // Several reconnects of both connections and BullMQ's retries: still that one line.
+    await sleep(3_000);
+    const lines = worker.lines();
+    expect(lines.filter((l) => /redis|queue/i.test(l.msg)).map((l) => l.msg)).toEqual([
+      'redis unreachable: retrying',
+    ]);
+    // nothing but JSON lines: no error printed whole by a library
+    expect(lines.filter((l) => l.msg.startsWith('Error') || /^\s/.test(l.msg))).toEqual([]);
+  }, 45_000);
 });

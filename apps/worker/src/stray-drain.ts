@@ -79,6 +79,9 @@ export class StrayDrain {
     let queue = this.queues.get(ref.key);
     if (!queue) {
       queue = new Queue<LaunchJob>(ref.name, { connection: this.connection, prefix: ref.prefix });
+      // The shared connection's errors are the worker's to log (once per reconnect); a Queue
+      // without a listener prints each one whole to stderr, hundreds a second while Redis is away.
+      queue.on('error', () => undefined);
       this.queues.set(ref.key, queue);
     }
     return queue;

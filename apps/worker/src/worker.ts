@@ -1,6 +1,6 @@
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
-import { createRedis } from '@libos/redis';
+import { createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
 import { type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
@@ -65,8 +65,20 @@ export async function startWorker(
   // Kernel commands fail fast when Redis is away; the worker retries what must not be lost.
   const commands = createRedis(config.redis, 'commands', { maxRetriesPerRequest: 2 });
   const queues = createRedis(config.redis, 'queues');
+  // Redis away is one line when it goes, one every 30 s while it stays, one when it is back: not
+  // a line per retry per connection (nor one per BullMQ retry, below).
+  let redisDown = false;
+  const outage = redisOutageLog(
+    log,
+    (error) => describeRedisError(config.redis, error),
+    30_000,
+    (down) => {
+      redisDown = down;
+    },
+  );
   for (const connection of [commands, queues]) {
-    connection.on('error', (error: Error) => log.warn({ err: error.message }, 'redis connection error'));
+    connection.on('error', outage.error);
+    connection.on('ready', outage.ready);
   }
   let spawner: Spawner;
   try {
@@ -138,7 +150,11 @@ export async function startWorker(
       stalledInterval: lockMs,
       name: config.workerId,
     });
-    worker.on('error', (error) => log.error({ pool, queue: name, err: error.message }, 'queue worker error'));
+    worker.on('error', (error) =>
+      redisDown
+        ? outage.error(error)
+        : log.error({ pool, queue: name, err: error.message }, 'queue worker error'),
+    );
     worker.on('failed', (job, error) => {
       // the process's own failure, told to the board: the kernel holds it, nothing went wrong here
       if (error instanceof ProcessEnded) return;
