@@ -13,7 +13,7 @@ export interface GlobalOptions {
 }
 
 /** Whether the process `pid` (of this host) still runs. */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -102,5 +102,10 @@ if (passthrough) {
       if (command.args[0] === 'bash') process.stdout.write(BASH_WITHOUT_BASH_COMPLETION);
     });
   oneLineUsageErrors(program);
+  // A reader that stops early (`libos ps --json | head`) is not an error of ours.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
   program.parseAsync(process.argv).catch(fail);
 }

@@ -121,9 +121,28 @@ describe('usage errors are one line', () => {
     );
   });
 
-  it('bad JSON options say what to pass', async () => {
-    const line = expectOneLine(await libos(['--admin-token', 'x', 'run', 'img', '-g', 'g', '-b', '{']));
-    expect(line).toMatch(/^libos: --budget must be JSON/);
+  it('bad JSON options say what to pass, with an example for that option', async () => {
+    const budget = expectOneLine(await libos(['--admin-token', 'x', 'run', 'img', '-g', 'g', '-b', '{']));
+    expect(budget).toMatch(/^libos: --budget must be JSON \(.+\), e\.g\. '\{"wall_ms":60000\}'$/);
+    const input = expectOneLine(
+      await libos(['--admin-token', 'x', 'run', 'img', '-g', 'g', '--input', '{bad']),
+    );
+    expect(input).toMatch(/^libos: --input must be JSON \(.+\), e\.g\. '\{"query":"…"\}'$/);
+  });
+
+  it('a reader that stops early (`libos … | head`) is no error', async () => {
+    const child = spawn(process.execPath, [...CLI_FROM_SOURCE, 'completion', 'bash'], {
+      env: cleanEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.destroy(); // gone before the first write
+    let stderr = '';
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 
   it('--version prints the version of apps/cli/package.json', async () => {
@@ -234,6 +253,30 @@ describe('against a running cluster', () => {
     expect(line).toBe(
       'libos: no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first',
     );
+  });
+
+  it('a second `libos up` from the same directory says a cluster is running there', async () => {
+    const line = expectOneLine(await libos(['--dir', dir, 'up', '--port', String(await freePort())]));
+    expect(line).toBe(
+      `libos: a cluster from ${dir} is already running at ${up.url} (pid ${up.child.pid}): use it, stop it (Ctrl-C where it runs, or kill ${up.child.pid}), or start another with --dir and --port`,
+    );
+  });
+
+  it('a bad image name says what a name may be', async () => {
+    const line = expectOneLine(
+      await libos([
+        '--dir',
+        dir,
+        'images',
+        'put',
+        'Bad Name!',
+        '--command',
+        'true',
+        '--arg',
+        '{result_file}',
+      ]),
+    );
+    expect(line).toContain('1-64 letters, digits, ".", "_" or "-", starting with a letter or digit');
   });
 
   it('a refusal of the coordinator is one line', async () => {

@@ -15,7 +15,12 @@ export const labelSchema = z.string().regex(/^[a-z0-9][a-z0-9:._-]{0,63}$/, 'not
 /** A clearance names the labels a process may hold; `*` clears every label. */
 export const clearanceSchema = z.array(z.union([z.literal('*'), labelSchema])).max(64);
 
-export const imageNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'not an image name');
+export const imageNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'not an image name (1-64 letters, digits, ".", "_" or "-", starting with a letter or digit)',
+  );
 
 export const jsonValueSchema = z.json();
 export type JsonValue = z.infer<typeof jsonValueSchema>;

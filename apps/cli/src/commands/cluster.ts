@@ -3,8 +3,8 @@ import type { Command } from 'commander';
 import { startEmbedded } from '../cluster/embedded.js';
 import { portFree } from '../cluster/redis-server.js';
 import { stopSignals } from '../cluster/signals.js';
-import { stateDir } from '../cluster/state-dir.js';
-import type { GlobalOptions } from '../context.js';
+import { readClusterFile, stateDir } from '../cluster/state-dir.js';
+import { alive, type GlobalOptions } from '../context.js';
 import { CliError } from '../errors.js';
 import { emit, paint } from '../output.js';
 
@@ -54,6 +54,12 @@ export function registerClusterCommands(program: Command): void {
       const port = wholeNumber('--port', opts.port, 1, 65_535);
       const workers = wholeNumber('--workers', opts.workers, 0, 1_000);
       // Before anything starts: otherwise Redis starts, then the coordinator fails to listen.
+      const running = await readClusterFile(dir);
+      if (running && alive(running.pid)) {
+        throw new CliError(
+          `a cluster from ${dir} is already running at ${running.url} (pid ${running.pid}): use it, stop it (Ctrl-C where it runs, or kill ${running.pid}), or start another with --dir and --port`,
+        );
+      }
       if (!(await portFree(port))) throw new CliError(`port ${port} is in use: pick another with --port`);
       const signals = stopSignals();
       const cluster = await startEmbedded({

@@ -50,13 +50,15 @@ function parseJsonOption<S extends z.ZodType>(
   what: string,
   schema: S,
   text: string | undefined,
+  example: string,
 ): z.infer<S> | undefined {
   if (text === undefined) return undefined;
   let json: unknown;
   try {
     json = JSON.parse(text);
-  } catch {
-    throw new CliError(`${what} must be JSON, e.g. '{"wall_ms":60000}'`);
+  } catch (error) {
+    const why = error instanceof Error ? ` (${error.message})` : '';
+    throw new CliError(`${what} must be JSON${why}, e.g. '${example}'`);
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success)
@@ -77,8 +79,8 @@ export function registerProcessCommands(program: Command): void {
     .option('--no-wait', 'print the pid and return')
     .action(async (image: string, opts: { goal: string; input?: string; budget?: string; wait: boolean }) => {
       const global = program.opts<GlobalOptions>();
-      const input = parseJsonOption('--input', jsonValueSchema, opts.input);
-      const budget = parseJsonOption('--budget', budgetRequestSchema, opts.budget);
+      const input = parseJsonOption('--input', jsonValueSchema, opts.input, '{"query":"…"}');
+      const budget = parseJsonOption('--budget', budgetRequestSchema, opts.budget, '{"wall_ms":60000}');
       const admin = await adminClient(global);
       const root = await admin.createProcess({
         goal: opts.goal,
