@@ -3,6 +3,7 @@ export { type FastStartOptions, serveMcpFast } from './fast-start.js';
 export { badEnvNames, initializeResult, PID_PATTERN_SOURCE, PROTOCOL_VERSIONS } from './info.js';
 export {
   createMcpServer,
+  END_GRACE_MS,
   type McpServerOptions,
   SERVER_INFO,
   type StdioOptions,

@@ -49,10 +49,15 @@ export interface StdioOptions {
   stdout?: Writable;
 }
 
+/** After its input ends, how long the server still answers the requests it already had. */
+export const END_GRACE_MS = 1_000;
+
 /**
  * `libos mcp`: serve on stdio as the process named by LIBOS_URL, LIBOS_PID and LIBOS_TOKEN.
- * Resolves when the client goes away (stdin ends): calls still in flight, such as a blocking
- * wait, are aborted then, so the server never outlives its client.
+ * Resolves when the client goes away (stdin ends): the requests it sent before are answered if
+ * they can be within `END_GRACE_MS` (a script may pipe its requests and close), and what is
+ * still in flight then, such as a blocking wait, is aborted, so the server never outlives its
+ * client by more.
  */
 export async function serveMcpStdio(
   env: NodeJS.ProcessEnv = process.env,
@@ -63,8 +68,47 @@ export async function serveMcpStdio(
   const closed = new Promise<void>((resolve) => {
     server.onclose = resolve;
   });
-  await server.connect(new StdioServerTransport(stdin, options.stdout ?? process.stdout));
+  const transport = new StdioServerTransport(stdin, options.stdout ?? process.stdout);
+  // Before connecting: the Server chains a handler set before it, and input already waiting is
+  // read as soon as it connects.
+  const unanswered = trackRequests(transport);
+  await server.connect(transport);
   // The SDK's stdio transport does not watch for the end of its input.
-  stdin.once('end', () => void server.close());
+  stdin.once('end', () => {
+    void Promise.race([unanswered.none(), new Promise((resolve) => setTimeout(resolve, END_GRACE_MS))]).then(
+      () => server.close(),
+    );
+  });
   await closed;
+}
+
+/** The requests a transport has received and not yet answered (set up before `Server.connect`). */
+function trackRequests(transport: StdioServerTransport): { none: () => Promise<void> } {
+  const open = new Set<string | number>();
+  let idle: (() => void) | undefined;
+  const received = transport.onmessage;
+  transport.onmessage = (message) => {
+    if ('method' in message && 'id' in message) open.add(message.id);
+    received?.(message);
+  };
+  const send = transport.send.bind(transport);
+  transport.send = (message) => {
+    if (
+      !('method' in message) &&
+      'id' in message &&
+      message.id !== undefined &&
+      open.delete(message.id) &&
+      open.size === 0
+    )
+      idle?.();
+    return send(message);
+  };
+  return {
+    none: () =>
+      open.size === 0
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => {
+            idle = resolve;
+          }),
+  };
 }

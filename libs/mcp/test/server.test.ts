@@ -8,7 +8,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMcpServer, serveMcpStdio, toolDescription } from '../src/index.js';
+import { createMcpServer, END_GRACE_MS, serveMcpStdio, toolDescription } from '../src/index.js';
 
 const ADMIN_TOKEN = 'mcp-test-admin-token-0123456789';
 
@@ -316,7 +316,39 @@ describe('serveMcpStdio', () => {
     const ended = Date.now();
     stdin.end();
     await serving;
-    expect(Date.now() - ended).toBeLessThan(200);
+    // the grace for requests already sent, then the wait is aborted
+    expect(Date.now() - ended).toBeGreaterThanOrEqual(END_GRACE_MS - 50);
+    expect(Date.now() - ended).toBeLessThan(END_GRACE_MS + 300);
     expect(lines.map((line) => JSON.parse(line).id)).toEqual([1]); // the wait never answered
+  });
+
+  it('answers what a client piped before closing its input, then ends', async () => {
+    const root = await admin.createProcess({ goal: 'piped root' });
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const lines: string[] = [];
+    stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+    const env = { LIBOS_URL: coordinator.url, LIBOS_PID: root.pid, LIBOS_TOKEN: root.token ?? '' };
+    const serving = serveMcpStdio(env, { stdin, stdout });
+    const send = (message: object) => stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'piped', version: '0' },
+      },
+    });
+    send({ method: 'notifications/initialized' });
+    send({ id: 2, method: 'tools/list' });
+    send({ id: 3, method: 'tools/call', params: { name: 'get_process', arguments: {} } });
+    const ended = Date.now();
+    stdin.end();
+    await serving;
+    expect(Date.now() - ended).toBeLessThan(END_GRACE_MS);
+    const answers = lines.map((line) => JSON.parse(line) as { id: number; result?: { isError?: boolean } });
+    expect(answers.map((answer) => answer.id).sort()).toEqual([1, 2, 3]);
+    expect(answers.find((answer) => answer.id === 3)?.result?.isError).not.toBe(true);
   });
 });
