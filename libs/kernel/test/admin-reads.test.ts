@@ -1,7 +1,16 @@
 import type { ListProcessesInput } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
-import { listPages, refusal, root, runningChild, USAGE, useKernel, wipeIndex } from './helpers.js';
+import {
+  listPages,
+  recordCommands,
+  refusal,
+  root,
+  runningChild,
+  USAGE,
+  useKernel,
+  wipeIndex,
+} from './helpers.js';
 
 const env = useKernel({
   limits: { treeMaxNodes: 1001, treeDefaultNodes: 50, listScanMax: 25, attemptHistory: 3 },
@@ -341,21 +350,16 @@ describe('the admin tree read', () => {
       spawns.push(k().tools.spawn_child_process({ pid: r.pid }, { goal: `c${i}` }));
     await Promise.all(spawns);
     await k().flushIndex(); // the spawns' index batch is not the read's
-    const sent: string[] = [];
-    const original = env.redis.sendCommand.bind(env.redis) as (...args: unknown[]) => unknown;
-    env.redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-      sent.push(command.name);
-      return original(command, ...rest);
-    }) as typeof env.redis.sendCommand;
+    const recorded = recordCommands(env.redis);
     let tree: Awaited<ReturnType<ReturnType<typeof k>['admin']['tree']>>;
     const started = performance.now();
     try {
       tree = await k().admin.tree(r.pid, { max_nodes: '1001' });
     } finally {
-      env.redis.sendCommand = original as typeof env.redis.sendCommand;
+      recorded.stop();
     }
     const ms = performance.now() - started;
-    expect(sent).toEqual(['evalsha']);
+    expect(recorded.sent).toEqual(['evalsha']);
     expect(tree.truncated).toBe(false);
     expect(tree.nodes.map((n) => n.pid)).toEqual([
       r.pid,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { assemble } from '../src/scripts.js';
-import { root, runningChild, USAGE, useKernel } from './helpers.js';
+import { recordCommands, root, runningChild, USAGE, useKernel } from './helpers.js';
 
 const env = useKernel({ own: true, aof: true });
 const k = () => env.kernel;
@@ -135,12 +135,7 @@ describe('scripts on a server that forgot them', () => {
     await env.redis.script('FLUSH');
     const sha = (name: string) => createHash('sha1').update(assemble(name)).digest('hex');
     expect(await env.redis.script('EXISTS', sha('tree'))).toEqual([0]);
-    const sent: string[] = [];
-    const original = env.redis.sendCommand.bind(env.redis) as (...args: unknown[]) => unknown;
-    env.redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-      sent.push(command.name);
-      return original(command, ...rest);
-    }) as typeof env.redis.sendCommand;
+    const { sent, stop } = recordCommands(env.redis);
     try {
       const child = await k().tools.spawn_child_process({ pid: parent.pid }, { goal: 'after a flush' });
       expect(child.pid).toBe(`${parent.pid}.1`);
@@ -159,7 +154,7 @@ describe('scripts on a server that forgot them', () => {
       expect(sent).toContain('evalsha');
       expect(sent).not.toContain('eval');
     } finally {
-      env.redis.sendCommand = original as typeof env.redis.sendCommand;
+      stop();
     }
   });
 });

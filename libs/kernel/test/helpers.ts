@@ -129,3 +129,17 @@ export async function listPages(
   } while (cursor && pages < 100);
   return { pids, pages };
 }
+
+/**
+ * Records the name of every command sent on `redis` from now until `stop()` (which puts its
+ * `sendCommand` back): how many round trips, and which, an operation takes.
+ */
+export function recordCommands(redis: Redis): { sent: string[]; stop: () => void } {
+  const sent: string[] = [];
+  const original = redis.sendCommand.bind(redis) as (...args: unknown[]) => unknown;
+  redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+    sent.push(command.name);
+    return original(command, ...rest);
+  }) as typeof redis.sendCommand;
+  return { sent, stop: () => (redis.sendCommand = original as typeof redis.sendCommand) };
+}

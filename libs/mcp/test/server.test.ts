@@ -283,6 +283,24 @@ describe('the libos MCP server', () => {
   });
 });
 
+/** `serveMcpStdio` as `root`, over pipes of its own, initialized (answer id 1); its output lines. */
+function stdioSession(root: { pid: string; token?: string | null }) {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const lines: string[] = [];
+  stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
+  const env = { LIBOS_URL: coordinator.url, LIBOS_PID: root.pid, LIBOS_TOKEN: root.token ?? '' };
+  const serving = serveMcpStdio(env, { stdin, stdout });
+  const send = (message: object) => stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  send({
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+  });
+  send({ method: 'notifications/initialized' });
+  return { stdin, lines, serving, send };
+}
+
 describe('serveMcpStdio', () => {
   it('needs the LIBOS_* identity of a process', async () => {
     await expect(serveMcpStdio({})).rejects.toThrow(/LIBOS_URL, LIBOS_PID, LIBOS_TOKEN/);
@@ -294,19 +312,7 @@ describe('serveMcpStdio', () => {
       goal: 'never runs',
       image: 'idle',
     });
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const lines: string[] = [];
-    stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
-    const env = { LIBOS_URL: coordinator.url, LIBOS_PID: root.pid, LIBOS_TOKEN: root.token ?? '' };
-    const serving = serveMcpStdio(env, { stdin, stdout });
-    const send = (message: object) => stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-    send({
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
-    });
-    send({ method: 'notifications/initialized' });
+    const { stdin, lines, serving, send } = stdioSession(root);
     send({
       id: 2,
       method: 'tools/call',
@@ -324,23 +330,7 @@ describe('serveMcpStdio', () => {
 
   it('answers what a client piped before closing its input, then ends', async () => {
     const root = await admin.createProcess({ goal: 'piped root' });
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const lines: string[] = [];
-    stdout.on('data', (chunk: Buffer) => lines.push(...chunk.toString().split('\n').filter(Boolean)));
-    const env = { LIBOS_URL: coordinator.url, LIBOS_PID: root.pid, LIBOS_TOKEN: root.token ?? '' };
-    const serving = serveMcpStdio(env, { stdin, stdout });
-    const send = (message: object) => stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-    send({
-      id: 1,
-      method: 'initialize',
-      params: {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: 'piped', version: '0' },
-      },
-    });
-    send({ method: 'notifications/initialized' });
+    const { stdin, lines, serving, send } = stdioSession(root);
     send({ id: 2, method: 'tools/list' });
     send({ id: 3, method: 'tools/call', params: { name: 'get_process', arguments: {} } });
     const ended = Date.now();
