@@ -38,6 +38,7 @@ import {
   clusterFetchThroughput,
   clusterThroughput,
   execaChild,
+  posixSpawnChild,
   spawnChild,
 } from './lib/loops.js';
 import { mdRow, runPool } from './lib/pool.js';
@@ -175,6 +176,9 @@ const bareThroughput = (kind: ChildKind) =>
 /** Through node:child_process.spawn: what a plain Node service pays. */
 const bareSpawnThroughput = (kind: ChildKind) =>
   bareLoop(CHILD_KINDS[kind], CHILDREN[kind], TOTAL_CONCURRENCY, spawnChild);
+/** Through posix_spawn (how libos's runner launches): the cheapest bare loop, with no fork. */
+const barePosixSpawnThroughput = (kind: ChildKind) =>
+  bareLoop(CHILD_KINDS[kind], CHILDREN[kind], TOTAL_CONCURRENCY, posixSpawnChild);
 /** A bare loop's parts: this process and the children it reaped. */
 const BARE_PARTS: Parts = {
   'service (this process)': () => cpuMs(process.pid).self,
@@ -247,6 +251,7 @@ try {
     child: ChildKind;
     bare_per_s: number;
     spawn_per_s: number;
+    posix_spawn_per_s: number;
     cluster_per_s: number;
     /** The same round with plain fetch instead of the SDK. */
     fetch_per_s: number;
@@ -258,6 +263,7 @@ try {
     ratio_fetch_spawn: number;
     fetch_over_sdk: number;
     ratio_spawn_batch: number;
+    ratio_posix_spawn: number;
   }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     warmBursts.push(await metered('warm', COLD, parts, () => burst(cluster, COLD)));
@@ -265,6 +271,9 @@ try {
       const n = CHILDREN[child];
       const bare = await metered(`${child} execa`, n, BARE_PARTS, () => bareThroughput(child));
       const bareSpawn = await metered(`${child} spawn`, n, BARE_PARTS, () => bareSpawnThroughput(child));
+      const barePosix = await metered(`${child} posix_spawn`, n, BARE_PARTS, () =>
+        barePosixSpawnThroughput(child),
+      );
       const viaCluster = await metered(`${child} SDK`, n, parts, () => clusterRound(cluster, child));
       const viaFetch = await metered(`${child} fetch`, n, parts, () => fetchRound(cluster, child));
       const viaBatch = await metered(`${child} batch`, n, parts, () => clusterBatchRound(cluster, child));
@@ -272,6 +281,7 @@ try {
         child,
         bare_per_s: +bare.toFixed(1),
         spawn_per_s: +bareSpawn.toFixed(1),
+        posix_spawn_per_s: +barePosix.toFixed(1),
         cluster_per_s: +viaCluster.toFixed(1),
         fetch_per_s: +viaFetch.toFixed(1),
         cluster_batch_per_s: +viaBatch.toFixed(1),
@@ -281,6 +291,7 @@ try {
         ratio_fetch_spawn: +(viaFetch / bareSpawn).toFixed(3),
         fetch_over_sdk: +(viaFetch / viaCluster).toFixed(3),
         ratio_spawn_batch: +(viaBatch / bareSpawn).toFixed(3),
+        ratio_posix_spawn: +(viaCluster / barePosix).toFixed(3),
       });
     }
   }
@@ -298,6 +309,7 @@ try {
   const ratioFetchSpawn = both((r) => r.ratio_fetch_spawn);
   const fetchOverSdk = both((r) => r.fetch_over_sdk);
   const ratioSpawnBatch = both((r) => r.ratio_spawn_batch);
+  const ratioPosixSpawn = both((r) => r.ratio_posix_spawn);
   const coldBurst = { per_s: cold.per_s, spawn_to_start_ms: summary(cold.samples), first_ms: cold.first_ms };
   // The warm bursts' samples pooled; children/s and the first child's latency their means.
   const warmBurst = {
@@ -309,7 +321,7 @@ try {
     'cold',
     'warm',
     ...(Object.keys(CHILD_KINDS) as ChildKind[]).flatMap((kind) =>
-      ['execa', 'spawn', 'SDK', 'fetch', 'batch'].map((side) => `${kind} ${side}`),
+      ['execa', 'spawn', 'posix_spawn', 'SDK', 'fetch', 'batch'].map((side) => `${kind} ${side}`),
     ),
   ];
   const cpu = Object.fromEntries(sides.map((side) => [side, perChild(side)]));
@@ -340,6 +352,7 @@ try {
       fetch_over_sdk: fetchOverSdk,
       batch_size: BATCH,
       ratio_spawn_batch: ratioSpawnBatch,
+      ratio_posix_spawn: ratioPosixSpawn,
     },
     cpu_per_child: cpu,
     logs: { ...logs, bytes_at_start: logAtStart },
@@ -392,13 +405,14 @@ try {
     `| spawn → child start (ms) | ${latency.spawn_to_start_ms.p50} | ${latency.spawn_to_start_ms.p99} | ${latency.spawn_to_start_ms.mean} | ${latency.spawn_to_start_ms.n} |`,
     `| child exit → wait wake (ms) | ${latency.exit_to_wake_ms.p50} | ${latency.exit_to_wake_ms.p99} | ${latency.exit_to_wake_ms.mean} | ${latency.exit_to_wake_ms.n} |`,
     '',
-    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER}, SDK (children/s) | cluster, plain fetch (children/s) | cluster, spawn_children × ${BATCH} (children/s) | SDK ÷ execa | SDK ÷ spawn | fetch ÷ execa | fetch ÷ spawn | fetch ÷ SDK | batch ÷ spawn |`,
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | bare posix_spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER}, SDK (children/s) | cluster, plain fetch (children/s) | cluster, spawn_children × ${BATCH} (children/s) | SDK ÷ execa | SDK ÷ spawn | fetch ÷ execa | fetch ÷ spawn | fetch ÷ SDK | batch ÷ spawn | SDK ÷ posix_spawn |`,
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rounds.map((r) =>
       mdRow([
         r.child,
         r.bare_per_s,
         r.spawn_per_s,
+        r.posix_spawn_per_s,
         r.cluster_per_s,
         r.fetch_per_s,
         r.cluster_batch_per_s,
@@ -408,11 +422,13 @@ try {
         r.ratio_fetch_spawn,
         r.fetch_over_sdk,
         r.ratio_spawn_batch,
+        r.ratio_posix_spawn,
       ]),
     ),
     ...(['sh', 'node'] as const).map((kind) =>
       mdRow([
         `mean ${kind}`,
+        '',
         '',
         '',
         '',
@@ -424,6 +440,7 @@ try {
         `**${ratioFetchSpawn[kind]}**`,
         `**${fetchOverSdk[kind]}**`,
         `**${ratioSpawnBatch[kind]}**`,
+        `**${ratioPosixSpawn[kind]}**`,
       ]),
     ),
     '',

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { encodeRequestLine } from '@libos/contract';
 import { ADMIN_TOKEN, type Cluster, WORKSPACE } from '@libos/e2e';
+import { posixSpawn } from '@libos/runner';
 import { execa } from 'execa';
 import { runPool } from './pool.js';
 
@@ -34,6 +35,22 @@ export const spawnChild: RunChild = (command, argv, line) =>
     child.once('error', reject);
     child.once('exit', () => resolve());
   });
+
+/** Through glibc's posix_spawn, as the runner launches: no fork of this process. */
+export const posixSpawnChild: RunChild = async (command, argv, line) => {
+  const child = posixSpawn({
+    command,
+    args: argv,
+    cwd: undefined,
+    env: process.env,
+    stderr: 'inherit',
+    extraPipes: [],
+    fds: [],
+  });
+  child.stdout.resume();
+  child.stdin.end(line);
+  await child.exit;
+};
 
 /** Through execa. */
 export const execaChild: RunChild = async (command, argv, line) => {
