@@ -13,6 +13,6 @@ export {
   type LaunchSpec,
   type RunnerLogger,
 } from './options.js';
-export { RESULT_DIR_PREFIX } from './result-dir.js';
 // The launcher itself, for benchmarks that compare a bare loop of it with a whole cluster.
 export { type Launched, PosixSpawnError, posixSpawn, posixSpawnAvailable } from './posix-spawn.js';
+export { RESULT_DIR_PREFIX } from './result-dir.js';

@@ -102,6 +102,7 @@ describe('posixSpawn', () => {
       // The same launch by Node's spawn: the same descriptors (any this process inherited without
       // close-on-exec among them; the sandbox's spawner closes those at its start).
       const node = spawn('sh', ['-c', script], { stdio: ['pipe', 'pipe', 'inherit', fd, 1] });
+      if (!node.stdin || !node.stdout) throw new Error('no pipes to the Node-spawned child');
       node.stdin.end();
       const [nodeNumbers] = (await textOf(node.stdout)).split('\n');
       expect(numbers).toBe(nodeNumbers);
