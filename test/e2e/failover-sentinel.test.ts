@@ -72,22 +72,35 @@ describe('a Sentinel failover during spawn+wait cycles (LIBOS_REDIS_MIN_REPLICAS
     const began = Date.now();
 
     const loop = async () => {
+      let refusedSince = 0;
       while (done.length < CYCLES) {
         const n = next++;
         let pid: string;
         try {
           const spawned = await parent.client.spawn({ goal: `cycle ${n}`, image: 'cycle', input: { n } });
           pid = spawned.pid;
+          refusedSince = 0;
         } catch (error) {
           // Not acknowledged (503 while the primary is gone or has no replica): try another.
           const key =
             error instanceof LibosError ? `${error.code}/${error.details?.reason ?? ''}` : String(error);
           refusals.set(key, (refusals.get(key) ?? 0) + 1);
+          refusedSince ||= Date.now();
+          if (Date.now() - refusedSince > 60_000) throw new Error(`spawns refused for 60 s (last: ${key})`);
           await sleep(100);
           continue;
         }
-        // A blocking wait asks again through outages (it is an observation).
-        const waited = await parent.client.wait({ child_pid: pid });
+        // A blocking wait asks again through outages (it is an observation). Bounded, so a child
+        // that never ends fails the test with its row instead of holding it to its timeout.
+        let waited: Awaited<ReturnType<typeof parent.client.wait>>;
+        try {
+          waited = await parent.client.wait({ child_pid: pid }, { signal: AbortSignal.timeout(90_000) });
+        } catch (error) {
+          const row = await cluster.admin.getProcess(pid).catch(String);
+          throw new Error(
+            `cycle ${n}: ${pid} not ended after 90 s: ${JSON.stringify(row)} (${String(error)})`,
+          );
+        }
         done.push({ n, pid, outcome: waited.outcome, result: waited.result_oid });
       }
     };

@@ -44,7 +44,7 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
 
   let dir: ResultDir;
   try {
-    dir = await ResultDir.create();
+    dir = ResultDir.create();
   } catch (error) {
     return classifyLaunch({ launched: false, failure: TEXTS.noDirectory(messageOf(error)) });
   }
@@ -52,7 +52,7 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
     if (signal?.aborted) throw new ContractRunAbortedError(signal.reason);
     return await runInDir(spec, dir, { signal, onSpawn, stderr, stdout, logger, confinement });
   } finally {
-    await dir.remove();
+    dir.remove();
     await confinement?.release();
   }
 }
