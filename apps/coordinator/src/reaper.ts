@@ -110,8 +110,16 @@ export class Reaper {
     do {
       const page = await this.kernel.admin.staleLaunches(cutoff, cursor, 500, shards);
       for (const { pid, attempt, pool } of page.launches) {
-        if (await this.launcher.findJob({ pid, attempt, pool })) continue;
-        this.log.warn({ pid, attempt }, 'runnable without a job: enqueued again');
+        const job = await this.launcher.findJob({ pid, attempt, pool });
+        if (job) {
+          // Waiting, delayed or active: still on its way. Finished while the row stayed runnable
+          // (a worker failed it before its claim, e.g. through a failover): that launch is lost,
+          // and its job id, still taken, would block the same id being enqueued again.
+          const state = await job.getState();
+          if (state !== 'completed' && state !== 'failed') continue;
+          await job.remove();
+        }
+        this.log.warn({ pid, attempt }, 'runnable without a live job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
         await this.kernel.admin.launchOf(pid).then(
           () => relaunched.push(pid),

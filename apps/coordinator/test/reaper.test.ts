@@ -1,5 +1,5 @@
 import { type LaunchJob, LEGACY_QUEUE_PREFIX, launchJobId, legacyLaunchQueueName } from '@libos/protocol';
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { type Harness, startHarness } from './helpers.js';
@@ -20,6 +20,34 @@ async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+test('a runnable process whose launch job failed before its claim is enqueued again by the reaper', async () => {
+  const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 1 } });
+  const parent = h.as(root.token!);
+  const child = await parent.spawn({ goal: 'failed before its claim', image: 'echo' });
+  const queue = h.coordinator.launcher.queueOf('default', child.pid);
+  const id = launchJobId(child.pid, 1);
+  // A worker takes the job and fails it without claiming the attempt (its Redis failed over).
+  const connection = new Redis(h.redis.url, { maxRetriesPerRequest: null });
+  const taker = new Worker<LaunchJob>(queue.name, null, { connection, prefix: queue.opts.prefix });
+  try {
+    const token = 'taker';
+    const taken = await taker.getNextJob(token);
+    expect(taken?.id).toBe(id);
+    await taken!.moveToFailed(new Error('claim failed: the primary went away'), token);
+    expect(await (await queue.getJob(id))?.getState()).toBe('failed');
+    expect((await h.admin.getProcess(child.pid)).status).toBe('runnable');
+
+    await until(async () => (await (await queue.getJob(id))?.getState()) === 'waiting', 5_000);
+    expect((await queue.getJob(id))?.data).toEqual({ pid: child.pid, attempt: 1 });
+    // Withdrawn again, so the next test counts only its own launches.
+    await parent.signal({ child_pid: child.pid, signal: 'cancel' });
+    await until(async () => (await queue.getJob(id)) === undefined, 5_000);
+  } finally {
+    await taker.close();
+    connection.disconnect();
+  }
+});
 
 test('a runnable process whose launch never reached the queue is enqueued again, once, by the reaper', async () => {
   const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 2 } });
