@@ -9,6 +9,7 @@ import {
   rmSync,
   unlinkSync,
 } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ResultFileEvidence } from '@libos/contract';
@@ -80,31 +81,34 @@ export class ResultDir {
 
   /**
    * Removes the directory and whatever the child left in it; errors are ignored. The usual case
-   * (only result.json, or nothing) takes two calls; anything else falls back to a recursive rm.
+   * (only result.json, or nothing) is two synchronous calls. Anything else the child left goes
+   * through an asynchronous recursive rm: a child that filled its directory with files must not
+   * hold the launcher's event loop while they are deleted.
    */
   remove(): void {
     if (this.#removed) return;
     this.#removed = true;
-    try {
-      removeDir(this.path, this.resultPath);
-    } finally {
-      this.#dropExitCleanup();
-    }
+    if (removeUsual(this.path, this.resultPath)) this.#dropExitCleanup();
+    else
+      void rm(this.path, { recursive: true, force: true })
+        .catch(() => undefined)
+        .finally(this.#dropExitCleanup);
   }
 }
 
-function removeDir(dir: string, resultPath: string): void {
+/** Removes `dir` holding at most `resultPath`; false when it holds anything else. */
+function removeUsual(dir: string, resultPath: string): boolean {
   try {
-    try {
-      unlinkSync(resultPath);
-    } catch (error) {
-      if (!isErrno(error) || error.code !== 'ENOENT') throw error;
-    }
+    unlinkSync(resultPath);
+  } catch (error) {
+    if (!isErrno(error) || error.code !== 'ENOENT') return false;
+  }
+  try {
     rmdirSync(dir);
-  } catch {
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {}
+    return true;
+  } catch (error) {
+    // Already gone counts as removed; anything else (not empty, say) is for the recursive rm.
+    return isErrno(error) && error.code === 'ENOENT';
   }
 }
 

@@ -99,6 +99,17 @@ describe('contractRun: the request and the argv', () => {
     expect(existsSync(dir ?? '')).toBe(false);
   });
 
+  it('removes the directory with whatever else the child left in it (off the event loop)', async () => {
+    const seen = side.file('dir');
+    const child = `read request; d=$(dirname "$1"); mkdir "$d/sub"; for i in 1 2 3; do : > "$d/sub/f$i"; done; printf '%s' "$d" > "$2"; ${writeResult(result('test-1', 'no_report'))}`;
+    await run(sh(child, seen));
+    const [dir] = await readLines(seen);
+    expect(dir).toMatch(/workflow-result-/);
+    const end = Date.now() + 5_000;
+    while (existsSync(dir ?? '') && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(existsSync(dir ?? '')).toBe(false);
+  });
+
   it('refuses an argv without {result_file}: nothing created, nothing spawned', async () => {
     const marker = side.file('spawned');
     const tmp = side.file('tmp');
