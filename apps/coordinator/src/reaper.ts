@@ -117,7 +117,12 @@ export class Reaper {
           // and its job id, still taken, would block the same id being enqueued again.
           const state = await job.getState();
           if (state !== 'completed' && state !== 'failed') continue;
-          await job.remove();
+          // One job that will not go must not stop the sweep of the rows after it.
+          const removed = await job.remove().then(
+            () => true,
+            (error: unknown) => this.log.warn({ pid, err: error }, 'finished launch job not removed'),
+          );
+          if (!removed) continue;
         }
         this.log.warn({ pid, attempt }, 'runnable without a live job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { contractRun } from '../src/index.js';
 import { readLines, result, scratch, sh, USAGE, withTmpdir, writeResult } from './helpers.js';
 
@@ -105,9 +105,7 @@ describe('contractRun: the request and the argv', () => {
     await run(sh(child, seen));
     const [dir] = await readLines(seen);
     expect(dir).toMatch(/workflow-result-/);
-    const end = Date.now() + 5_000;
-    while (existsSync(dir ?? '') && Date.now() < end) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(existsSync(dir ?? '')).toBe(false);
+    await vi.waitFor(() => expect(existsSync(dir ?? '')).toBe(false), { timeout: 5_000, interval: 10 });
   });
 
   it('refuses an argv without {result_file}: nothing created, nothing spawned', async () => {
