@@ -1,3 +1,6 @@
+import { createRequire } from 'node:module';
+import { getSystemErrorName } from 'node:util';
+
 /** What one child may use on its host. Enforced by cgroups where the host has them, else rlimits. */
 export interface SandboxLimits {
   /** Memory of the whole sandbox (cgroup memory limit; tmpfs pages count too). */
@@ -23,14 +26,64 @@ export const DEFAULT_LIMITS: SandboxLimits = {
 /** The processes bwrap itself adds to a sandbox (its launcher and the namespace's init). */
 export const LAUNCHER_PROCESSES = 2;
 
+/** The per-process limits (rlimits), soft and hard alike: prlimit(1)'s option names and values. */
+function rlimits(limits: SandboxLimits): Array<[keyof typeof RESOURCE, number]> {
+  const list: Array<[keyof typeof RESOURCE, number]> = [
+    ['nofile', limits.openFiles],
+    ['fsize', limits.fileSizeMb * 1024 * 1024],
+    // Counted per uid, and every sandbox has a uid of its own: a second bound on its processes.
+    ['nproc', limits.pids + LAUNCHER_PROCESSES],
+  ];
+  if (limits.cpuMs !== undefined) list.push(['cpu', Math.max(1, Math.ceil(limits.cpuMs / 1000))]);
+  return list;
+}
+
 /** prlimit(1) options for the limits that are per process (rlimits). */
 export function rlimitArgs(limits: SandboxLimits): string[] {
-  const args = [
-    `--nofile=${limits.openFiles}`,
-    `--fsize=${limits.fileSizeMb * 1024 * 1024}`,
-    // Counted per uid, and every sandbox has a uid of its own: a second bound on its processes.
-    `--nproc=${limits.pids + LAUNCHER_PROCESSES}`,
-  ];
-  if (limits.cpuMs !== undefined) args.push(`--cpu=${Math.max(1, Math.ceil(limits.cpuMs / 1000))}`);
-  return args;
+  return rlimits(limits).map(([name, value]) => `--${name}=${value}`);
+}
+
+/** Linux's resource numbers (asm-generic: x86_64 and aarch64 alike). */
+const RESOURCE = { cpu: 0, fsize: 1, nproc: 6, nofile: 7 } as const;
+
+type Prlimit = (pid: number, resource: number, set: Buffer, old: null) => number;
+let prlimit: { call: Prlimit; errno: () => number } | null | undefined;
+
+function bindPrlimit(): typeof prlimit {
+  if (prlimit !== undefined) return prlimit;
+  prlimit = null;
+  if (process.platform !== 'linux') return prlimit;
+  try {
+    const koffi: typeof import('koffi') = createRequire(import.meta.url)('koffi');
+    const libc = koffi.load('libc.so.6');
+    const call = libc.func('int prlimit(int pid, int resource, void *set, void *old)') as Prlimit;
+    prlimit = { call, errno: () => koffi.errno() };
+  } catch {
+    // no prebuilt koffi for this host, or no glibc: prlimit(1) sets them
+  }
+  return prlimit;
+}
+
+/** Whether `setRlimits` can set another process's limits here (glibc's prlimit through koffi). */
+export function setRlimitsAvailable(): boolean {
+  return bindPrlimit() !== null;
+}
+
+/**
+ * Sets `pid`'s rlimits from outside, as prlimit(1) would from inside, but without a program run
+ * per launch: the sandbox's init gets them while bwrap holds it, and every process it starts
+ * inherits them. Throws an errno error (`ESRCH`: the process is gone).
+ */
+export function setRlimits(pid: number, limits: SandboxLimits): void {
+  const bound = bindPrlimit();
+  if (!bound) throw new Error('prlimit is not available on this host');
+  const value = Buffer.alloc(16); // struct rlimit: rlim_cur, rlim_max
+  for (const [name, limit] of rlimits(limits)) {
+    value.writeBigUInt64LE(BigInt(limit), 0);
+    value.writeBigUInt64LE(BigInt(limit), 8);
+    if (bound.call(pid, RESOURCE[name], value, null) !== 0) {
+      const code = getSystemErrorName(-bound.errno());
+      throw Object.assign(new Error(`prlimit ${pid} ${name}: ${code}`), { code });
+    }
+  }
 }

@@ -16,7 +16,7 @@ import {
 import type { ConfinedSpawn, Confinement } from '@libos/runner';
 import { bwrapArgs, isInside, type Mount, type SandboxView, symlinkTarget } from './bwrap.js';
 import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
-import { rlimitArgs, type SandboxLimits } from './limits.js';
+import { rlimitArgs, type SandboxLimits, setRlimits, setRlimitsAvailable } from './limits.js';
 import { UidPool, type UidRange } from './uid-pool.js';
 
 export type IsolationMode = 'strict' | 'auto' | 'none';
@@ -97,6 +97,8 @@ export class Sandbox {
     private readonly pool: UidPool | undefined,
     private readonly cgroups: CgroupHost | undefined,
     private readonly useBwrap: boolean,
+    /** Rlimits set on the sandbox's init through the handshake, not by a prlimit(1) per launch. */
+    readonly rlimitsAtHandshake = false,
   ) {}
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
@@ -125,7 +127,9 @@ export class Sandbox {
     const namespaces = probeBwrap(settings.bwrap, root);
     if (root && !existsSync(SETPRIV)) missing.push(`a uid per child: no ${SETPRIV} (util-linux)`);
     if (!namespaces.ok) missing.push(`namespaces: ${namespaces.problem}`);
-    const rlimits = existsSync(settings.prlimit);
+    // With bwrap, the spawner sets them on the sandbox's init itself: one program fewer per launch.
+    const rlimitsAtHandshake = namespaces.ok && setRlimitsAvailable();
+    const rlimits = rlimitsAtHandshake || existsSync(settings.prlimit);
     if (!rlimits) missing.push(`rlimits: no ${settings.prlimit} (util-linux)`);
     const cgroups = root ? Cgroups.detect(settings.cgroupName, settings.cgroupRoot) : undefined;
     const support = cgroups?.support;
@@ -151,7 +155,7 @@ export class Sandbox {
     if (settings.mode === 'strict' && missing.length > 0) {
       throw new Error(`isolation strict cannot be enforced on this host: ${missing.join('; ')}`);
     }
-    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok);
+    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok, rlimitsAtHandshake);
   }
 
   /** One line for the worker's start-up log. */
@@ -224,9 +228,10 @@ export class ChildSandbox implements Confinement {
     if (uid !== undefined) chownSync(resultDir, uid, uid);
     // Cgroups need the uid switch (root), so a cgroup is named by the host-unique uid.
     if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.open(`u${uid}`, request.limits);
-    const limited = this.host.report.rlimits
-      ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
-      : [child.command, ...child.args];
+    const limited =
+      this.host.report.rlimits && !this.host.rlimitsAtHandshake
+        ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
+        : [child.command, ...child.args];
     const ids = uid === undefined ? {} : { uid, gid: uid };
     if (!this.useBwrap) {
       const [command = child.command, ...args] = limited;
@@ -240,7 +245,7 @@ export class ChildSandbox implements Confinement {
       resultDir,
       network: request.network,
     };
-    const handshake = this.#cgroup !== undefined;
+    const handshake = this.#cgroup !== undefined || this.host.rlimitsAtHandshake;
     // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
     // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
     const privileged = uid !== undefined;
@@ -284,6 +289,7 @@ export class ChildSandbox implements Confinement {
   async started(_pid: number, report: NodeJS.ReadableStream, release: NodeJS.WritableStream): Promise<void> {
     const childPid = await readChildPid(report);
     try {
+      if (this.host.rlimitsAtHandshake) setRlimits(childPid, this.request.limits);
       this.#cgroup?.join(childPid);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;

@@ -79,6 +79,23 @@ describe('a sandboxed launch', () => {
     await eventually(() => processesOfUid(uid!).length === 0);
   });
 
+  it("every process of the sandbox has the image's rlimits, set on its init at the handshake", async () => {
+    const limits = { ...DEFAULT_LIMITS, openFiles: 100, fileSizeMb: 3, pids: 40, cpuMs: 2_500 };
+    // What a process the child starts has (grep's own limits).
+    const { done } = run(
+      `out="$(grep -E 'cpu time|file size|processes|open files' /proc/self/limits | tr -s ' ' | tr '\\n' ';')"; ${RESULT}`,
+      limits,
+    );
+    const result = await done;
+    expect(result.terminal).toEqual({ type: 'captured' });
+    const report = String(result.report);
+    expect(report).toContain('Max cpu time 3 3 seconds');
+    expect(report).toContain(`Max file size ${3 * 1024 * 1024} ${3 * 1024 * 1024} bytes`);
+    expect(report).toContain('Max processes 42 42 processes'); // pids + bwrap's two
+    expect(report).toContain('Max open files 100 100 files');
+    expect(sandbox.rlimitsAtHandshake).toBe(true); // not prlimit(1): this host has bwrap and koffi
+  });
+
   it('pause stops every process of the sandbox, resume continues them', async () => {
     const confinement = sandbox.confine({
       cwd: work,
