@@ -110,26 +110,45 @@ const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() %
 const msBetween = (fromNs: number | bigint, toNs: bigint) => Number(toNs - BigInt(fromNs)) / 1e6;
 const logBytes = () => readdirSync(LOGS).reduce((sum, name) => sum + statSync(join(LOGS, name)).size, 0);
 
-/** One child at a time: the parent blocks in wait before the child can end. */
+/**
+ * One child at a time, the parent blocking in its wait before the child can end: through
+ * spawn_child_process / wait_child_process, and through spawn_children / wait_children with a
+ * set of one, sample by sample in turn.
+ */
 async function latencies(cluster: Cluster) {
   const { client } = await cluster.root('latency', {
     goal: 'latency',
-    resource_budget: { children: LATENCY_SAMPLES + 10 },
+    resource_budget: { children: 2 * LATENCY_SAMPLES + 10 },
   });
-  const toStart: number[] = [];
-  const toWake: number[] = [];
-  for (let i = 0; i < LATENCY_SAMPLES; i++) {
+  const samples = {
+    single: { toStart: [] as number[], toWake: [] as number[] },
+    batch: { toStart: [] as number[], toWake: [] as number[] },
+  };
+  for (let i = 0; i < 2 * LATENCY_SAMPLES; i++) {
+    const via = i % 2 === 0 ? 'single' : 'batch';
     const spawnedAt = nowNs();
-    const child = await client.spawn({ goal: `sample ${i}`, image: 'stamp' });
-    const done = await client.wait({ child_pid: child.pid });
+    let done: Awaited<ReturnType<typeof client.wait>> | undefined;
+    if (via === 'single') {
+      const child = await client.spawn({ goal: `sample ${i}`, image: 'stamp' });
+      done = await client.wait({ child_pid: child.pid });
+    } else {
+      const { children } = await client.spawnChildren({
+        children: [{ goal: `sample ${i}`, image: 'stamp' }],
+      });
+      done = (await client.waitChildren({ child_pids: children.map((c) => c.pid) })).children[0];
+    }
     const wokeAt = nowNs();
-    if (done.status !== 'exited' || !done.result_oid)
-      throw new Error(`sample ${i}: ${JSON.stringify(done.outcome)}`);
+    if (done?.status !== 'exited' || !done.result_oid)
+      throw new Error(`sample ${i}: ${JSON.stringify(done?.outcome)}`);
     const stamps = stampOutput((await client.readObject({ oid: done.result_oid })).payload);
-    toStart.push(msBetween(spawnedAt, BigInt(stamps.start_ns)));
-    toWake.push(msBetween(stamps.end_ns, wokeAt));
+    samples[via].toStart.push(msBetween(spawnedAt, BigInt(stamps.start_ns)));
+    samples[via].toWake.push(msBetween(stamps.end_ns, wokeAt));
   }
-  return { spawn_to_start_ms: summary(toStart), exit_to_wake_ms: summary(toWake) };
+  const of = ({ toStart, toWake }: { toStart: number[]; toWake: number[] }) => ({
+    spawn_to_start_ms: summary(toStart),
+    exit_to_wake_ms: summary(toWake),
+  });
+  return { wait_child_process: of(samples.single), batch_tools: of(samples.batch) };
 }
 
 /**
@@ -402,8 +421,15 @@ try {
     '',
     '| warm, one child at a time (SDK) | p50 | p99 | mean | n |',
     '| --- | --- | --- | --- | --- |',
-    `| spawn → child start (ms) | ${latency.spawn_to_start_ms.p50} | ${latency.spawn_to_start_ms.p99} | ${latency.spawn_to_start_ms.mean} | ${latency.spawn_to_start_ms.n} |`,
-    `| child exit → wait wake (ms) | ${latency.exit_to_wake_ms.p50} | ${latency.exit_to_wake_ms.p99} | ${latency.exit_to_wake_ms.mean} | ${latency.exit_to_wake_ms.n} |`,
+    ...(
+      [
+        ['', latency.wait_child_process],
+        [', spawn_children / wait_children', latency.batch_tools],
+      ] as const
+    ).flatMap(([tools, figures]) => [
+      `| spawn → child start (ms)${tools} | ${figures.spawn_to_start_ms.p50} | ${figures.spawn_to_start_ms.p99} | ${figures.spawn_to_start_ms.mean} | ${figures.spawn_to_start_ms.n} |`,
+      `| child exit → wait wake (ms)${tools} | ${figures.exit_to_wake_ms.p50} | ${figures.exit_to_wake_ms.p99} | ${figures.exit_to_wake_ms.mean} | ${figures.exit_to_wake_ms.n} |`,
+    ]),
     '',
     `| child | bare execa loop, concurrency ${TOTAL_CONCURRENCY} (children/s) | bare child_process.spawn loop (children/s) | bare posix_spawn loop (children/s) | cluster, ${WORKERS} workers × ${PER_WORKER}, SDK (children/s) | cluster, plain fetch (children/s) | cluster, spawn_children × ${BATCH} (children/s) | SDK ÷ execa | SDK ÷ spawn | fetch ÷ execa | fetch ÷ spawn | fetch ÷ SDK | batch ÷ spawn | SDK ÷ posix_spawn |`,
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',

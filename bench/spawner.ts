@@ -69,8 +69,10 @@ const launch = (i: number) => ({
 // The synchronous part of every spawn in this process (the fork, and the wait for the child's
 // exec): the time this event loop is blocked by launching.
 let forkBlockMs = 0;
-const ownSpawn = ChildProcess.prototype.spawn;
-ChildProcess.prototype.spawn = function (this: ChildProcess, ...args: Parameters<typeof ownSpawn>) {
+// (ChildProcess#spawn is Node's own, undocumented and untyped: what every spawn calls.)
+const proto = ChildProcess.prototype as unknown as { spawn: (...args: unknown[]) => unknown };
+const ownSpawn = proto.spawn;
+proto.spawn = function (this: ChildProcess, ...args: unknown[]) {
   const at = performance.now();
   try {
     return ownSpawn.apply(this, args);
