@@ -83,7 +83,11 @@ export function setRlimits(pid: number, limits: SandboxLimits): void {
     value.writeBigUInt64LE(BigInt(limit), 8);
     if (bound.call(pid, RESOURCE[name], value, null) !== 0) {
       const code = getSystemErrorName(-bound.errno());
-      throw Object.assign(new Error(`prlimit ${pid} ${name}: ${code}`), { code });
+      // EPERM: above the hard limit the spawner runs under, which only CAP_SYS_RESOURCE raises.
+      const why = code === 'EPERM' ? ', above the hard limit this worker may give' : '';
+      throw Object.assign(new Error(`the sandbox's rlimit ${name}=${limit} cannot be set (${code}${why})`), {
+        code,
+      });
     }
   }
 }

@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { contractRun } from '@libos/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
@@ -94,6 +95,36 @@ describe('a sandboxed launch', () => {
     expect(report).toContain('Max processes 42 42 processes'); // pids + bwrap's two
     expect(report).toContain('Max open files 100 100 files');
     expect(sandbox.rlimitsAtHandshake).toBe(true); // not prlimit(1): this host has bwrap and koffi
+  });
+
+  it('an rlimit above what the worker may give fails the launch, saying so', () => {
+    // Root without CAP_SYS_RESOURCE (a container's default) cannot raise a hard limit.
+    const hard = /Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
+    const asked = Number(hard) + 1_000;
+    const fixture = fileURLToPath(new URL('./fixtures/limits-worker.ts', import.meta.url));
+    const run = (openFiles: number) =>
+      execFileSync(
+        'setpriv',
+        [
+          '--inh-caps=-sys_resource',
+          '--bounding-set=-sys_resource',
+          '--',
+          process.execPath,
+          '--import',
+          'tsx',
+          '--conditions=@libos/source',
+          fixture,
+          join(work, '.limit-locks'),
+          work,
+          String(openFiles),
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+    expect(JSON.parse(run(asked))).toEqual({
+      type: 'failed',
+      reason: `child spawn failed: the sandbox's rlimit nofile=${asked} cannot be set (EPERM, above the hard limit this worker may give)`,
+    });
+    expect(JSON.parse(run(Number(hard)))).toEqual({ type: 'captured' });
   });
 
   it('pause stops every process of the sandbox, resume continues them', async () => {
