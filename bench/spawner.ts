@@ -9,7 +9,7 @@
 // launch (the fork), its busy time per launch (eventLoopUtilization),
 // the longest event-loop stall seen (monitorEventLoopDelay max), CPU per child by part (this
 // process, the spawner, the children and their launchers), and launch latency at concurrency 1
-// (call → the child's first instruction, from its own clock).
+// (call → the child's first instruction, and its exit → the result back, from its own clock).
 //   node --import tsx --conditions=@libos/source bench/spawner.ts [--children N] [--rounds N]
 // Needs root, bubblewrap and writable cgroups for the strict modes (what CI has).
 import { ChildProcess, spawn } from 'node:child_process';
@@ -87,7 +87,7 @@ const spawners = {
   strict: await Spawner.start(settings('strict'), { PATH: process.env.PATH, TMPDIR: tmpdir() }),
 };
 
-type Output = { start_ns: number };
+type Output = { start_ns: number; end_ns: number };
 type One = (i: number) => Promise<Output>;
 const modes: Record<string, { one: One; spawner?: Spawner }> = {
   'bare spawn': {
@@ -185,15 +185,18 @@ async function throughput(name: string): Promise<Round> {
 }
 
 const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
-async function latency(name: string): Promise<number[]> {
+/** Call → the child's first instruction, and its exit → the result back here (its own clock). */
+async function latency(name: string): Promise<{ start: number[]; back: number[] }> {
   const { one } = modes[name]!;
-  const samples: number[] = [];
+  const start: number[] = [];
+  const back: number[] = [];
   for (let i = 0; i < LATENCY; i++) {
     const at = nowNs();
     const output = await one(100_000 + i);
-    samples.push(Number(BigInt(output.start_ns) - at) / 1e6);
+    back.push(Number(nowNs() - BigInt(output.end_ns)) / 1e6);
+    start.push(Number(BigInt(output.start_ns) - at) / 1e6);
   }
-  return samples.sort((a, b) => a - b);
+  return { start: start.sort((a, b) => a - b), back: back.sort((a, b) => a - b) };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -206,7 +209,7 @@ try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const name of Object.keys(modes)) rounds[name]!.push(await throughput(name));
   }
-  const lat: Record<string, number[]> = {};
+  const lat: Record<string, { start: number[]; back: number[] }> = {};
   for (const name of Object.keys(modes)) lat[name] = await latency(name);
   const bare = median(rounds['bare spawn']!.map((r) => r.perS));
   const execaRate = median(rounds['bare execa']!.map((r) => r.perS));
@@ -214,8 +217,8 @@ try {
   const lines = [
     `${N} children a round × ${ROUNDS} interleaved rounds, concurrency ${CONCURRENCY}; medians of the rounds. Latency: ${LATENCY} launches one at a time.`,
     '',
-    '| mode | children/s | ÷ bare spawn | ÷ bare execa | fork block / launch (ms) | loop busy / launch (ms) | longest stall (ms) | CPU/child: this process | spawner | children + launchers | total | call → child start p50 / p99 (ms) |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| mode | children/s | ÷ bare spawn | ÷ bare execa | fork block / launch (ms) | loop busy / launch (ms) | longest stall (ms) | CPU/child: this process | spawner | children + launchers | total | call → child start p50 / p99 (ms) | child exit → result back p50 / p99 (ms) |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...Object.keys(modes).map((name) => {
       const rs = rounds[name]!;
       const m = (pick: (r: Round) => number) => median(rs.map(pick));
@@ -227,7 +230,7 @@ try {
       )} | ${f(m((r) => r.perS) / bare)} | ${f(m((r) => r.perS) / execaRate)} | ${f(m((r) => r.forkBlockMs))} | ${f(m((r) => r.loopBusyMs))} | ${f(
         m((r) => r.stallMaxMs),
         1,
-      )} | ${f(m((r) => r.cpu.worker))} | ${f(m((r) => r.cpu.spawner))} | ${f(m((r) => r.cpu.children))} | ${f(total)} | ${f(pct(l, 50), 1)} / ${f(pct(l, 99), 1)} |`;
+      )} | ${f(m((r) => r.cpu.worker))} | ${f(m((r) => r.cpu.spawner))} | ${f(m((r) => r.cpu.children))} | ${f(total)} | ${f(pct(l.start, 50), 1)} / ${f(pct(l.start, 99), 1)} | ${f(pct(l.back, 50), 1)} / ${f(pct(l.back, 99), 1)} |`;
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

@@ -334,10 +334,18 @@ export class ChildSandbox implements Confinement {
     if (this.uid === undefined) return;
     // The uid goes back to the pool only once nothing of this launch is left in its cgroup; a
     // sandbox that will not empty keeps its uid locked (until the worker closes), used by no one.
+    // bwrap reports the child's exit before its init has torn the namespaces down: about one
+    // launch in ten still shows that init here, for a millisecond or two. The waits start short
+    // and grow, so a launch's result is not held a whole period for it.
     const cgroup = this.#cgroup;
-    for (let round = 0; cgroup && round < 50 && cgroup.pids().length > 0; round += 1) {
+    for (
+      let wait = 1, waited = 0;
+      cgroup && waited < 500 && cgroup.pids().length > 0;
+      wait = Math.min(2 * wait, 20)
+    ) {
       cgroup.kill();
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      waited += wait;
     }
     if (!cgroup || cgroup.pids().length === 0) this.pool?.release(this.uid);
   }
