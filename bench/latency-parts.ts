@@ -29,8 +29,8 @@ const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const LOGS = mkdtempSync(join(tmpdir(), 'libos-latency-parts-'));
 
-/** Epoch ms with a sub-ms part, on the clock the parts' log times use. */
-const nowMs = () => Date.now() + (performance.now() % 1);
+/** Epoch ms with a sub-ms part (the parts' log times are Date.now(), in whole ms). */
+const nowMs = () => performance.timeOrigin + performance.now();
 
 process.env.E2E_FROM_DIST = '1';
 const cluster = await Cluster.start({

@@ -52,7 +52,8 @@ let prlimit: { call: Prlimit; errno: () => number } | null | undefined;
 function bindPrlimit(): typeof prlimit {
   if (prlimit !== undefined) return prlimit;
   prlimit = null;
-  if (process.platform !== 'linux') return prlimit;
+  // `struct rlimit` as written below: two 64-bit little-endian values.
+  if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch)) return prlimit;
   try {
     const koffi: typeof import('koffi') = createRequire(import.meta.url)('koffi');
     const libc = koffi.load('libc.so.6');
@@ -83,8 +84,9 @@ export function setRlimits(pid: number, limits: SandboxLimits): void {
     value.writeBigUInt64LE(BigInt(limit), 8);
     if (bound.call(pid, RESOURCE[name], value, null) !== 0) {
       const code = getSystemErrorName(-bound.errno());
-      // EPERM: above the hard limit the spawner runs under, which only CAP_SYS_RESOURCE raises.
-      const why = code === 'EPERM' ? ', above the hard limit this worker may give' : '';
+      // EPERM: above the spawner's own hard limit, which only CAP_SYS_RESOURCE raises (or a
+      // security module's refusal).
+      const why = code === 'EPERM' ? ': above the hard limit this worker may give, or not permitted' : '';
       throw Object.assign(new Error(`the sandbox's rlimit ${name}=${limit} cannot be set (${code}${why})`), {
         code,
       });

@@ -99,6 +99,8 @@ export class Sandbox {
     private readonly useBwrap: boolean,
     /** Rlimits set on the sandbox's init through the handshake, not by a prlimit(1) per launch. */
     readonly rlimitsAtHandshake = false,
+    /** The prlimit(1) program is there (for launches whose rlimits cannot wait for bwrap's set-up). */
+    readonly prlimitProgram = false,
   ) {}
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
@@ -128,8 +130,10 @@ export class Sandbox {
     if (root && !existsSync(SETPRIV)) missing.push(`a uid per child: no ${SETPRIV} (util-linux)`);
     if (!namespaces.ok) missing.push(`namespaces: ${namespaces.problem}`);
     // With bwrap, the spawner sets them on the sandbox's init itself: one program fewer per launch.
-    const rlimitsAtHandshake = namespaces.ok && setRlimitsAvailable();
-    const rlimits = rlimitsAtHandshake || existsSync(settings.prlimit);
+    // Not with a setuid bwrap run by another uid: its init is still root's when it reports.
+    const rlimitsAtHandshake = namespaces.ok && setRlimitsAvailable() && (root || !isSetuid(settings.bwrap));
+    const prlimitProgram = existsSync(settings.prlimit);
+    const rlimits = rlimitsAtHandshake || prlimitProgram;
     if (!rlimits) missing.push(`rlimits: no ${settings.prlimit} (util-linux)`);
     const cgroups = root ? Cgroups.detect(settings.cgroupName, settings.cgroupRoot) : undefined;
     const support = cgroups?.support;
@@ -155,7 +159,7 @@ export class Sandbox {
     if (settings.mode === 'strict' && missing.length > 0) {
       throw new Error(`isolation strict cannot be enforced on this host: ${missing.join('; ')}`);
     }
-    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok, rlimitsAtHandshake);
+    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok, rlimitsAtHandshake, prlimitProgram);
   }
 
   /** One line for the worker's start-up log. */
@@ -193,6 +197,8 @@ export class ChildSandbox implements Confinement {
   /** The launch's own uid (and gid), when the host switches uids. */
   readonly uid: number | undefined;
   #cgroup: ChildCgroup | undefined;
+  /** This launch's rlimits are set at the handshake (else by prlimit(1), or not at all). */
+  #rlimitsAtHandshake = false;
   #released = false;
 
   constructor(
@@ -228,13 +234,9 @@ export class ChildSandbox implements Confinement {
     if (uid !== undefined) chownSync(resultDir, uid, uid);
     // Cgroups need the uid switch (root), so a cgroup is named by the host-unique uid.
     if (this.cgroups && uid !== undefined) this.#cgroup = this.cgroups.open(`u${uid}`, request.limits);
-    const limited =
-      this.host.report.rlimits && !this.host.rlimitsAtHandshake
-        ? [this.host.settings.prlimit, ...rlimitArgs(request.limits), '--', child.command, ...child.args]
-        : [child.command, ...child.args];
     const ids = uid === undefined ? {} : { uid, gid: uid };
     if (!this.useBwrap) {
-      const [command = child.command, ...args] = limited;
+      const [command = child.command, ...args] = this.#limited(child, false);
       return { command, args, cwd: request.cwd, ...ids, handshake: false };
     }
     const view: SandboxView = {
@@ -245,25 +247,31 @@ export class ChildSandbox implements Confinement {
       resultDir,
       network: request.network,
     };
-    const handshake = this.#cgroup !== undefined || this.host.rlimitsAtHandshake;
-    // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
-    // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
-    const privileged = uid !== undefined;
     // Every path but the system's is bound from a descriptor opened and checked here: a name
     // checked and then mounted by root could meanwhile be swapped for a symlink to anywhere.
     // A child's paths (cwd, inherited) must be real paths; the operator's (runtime, the result
     // directory under TMPDIR) may lead through a symlink to where they really are.
-    const pins = pinPaths(
-      [
-        { path: request.cwd, what: 'cwd', exact: true },
-        ...request.paths.map(({ path }) => ({ path, what: 'inherited path', exact: true })),
-        ...view.runtime
-          .filter((path) => !SYSTEM_RUNTIME.includes(path) && !symlinkTarget(path) && existsSync(path))
-          .map((path) => ({ path, what: 'runtime path', exact: false })),
-        { path: resultDir, what: 'result directory', exact: false },
-      ].filter(({ path }) => path !== '/'),
-      handshake ? 5 : 3,
-    );
+    const pinned = [
+      { path: request.cwd, what: 'cwd', exact: true },
+      ...request.paths.map(({ path }) => ({ path, what: 'inherited path', exact: true })),
+      ...view.runtime
+        .filter((path) => !SYSTEM_RUNTIME.includes(path) && !symlinkTarget(path) && existsSync(path))
+        .map((path) => ({ path, what: 'runtime path', exact: false })),
+      { path: resultDir, what: 'result directory', exact: false },
+    ].filter(({ path }) => path !== '/');
+    // Set at the handshake, the rlimits hold bwrap's own set-up too, which opens files beside the
+    // pinned ones: an image allowing fewer than those and a margin gets them from prlimit(1),
+    // after bwrap, where the program is there.
+    this.#rlimitsAtHandshake =
+      this.host.rlimitsAtHandshake &&
+      (request.limits.openFiles >= HANDSHAKE_FD + pinned.length + BWRAP_SETUP_FILES ||
+        !this.host.prlimitProgram);
+    const handshake = this.#cgroup !== undefined || this.#rlimitsAtHandshake;
+    const pins = pinPaths(pinned, handshake ? HANDSHAKE_FD : 3);
+    const limited = this.#limited(child, this.#rlimitsAtHandshake);
+    // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
+    // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
+    const privileged = uid !== undefined;
     const switched = privileged
       ? [
           SETPRIV,
@@ -286,10 +294,17 @@ export class ChildSandbox implements Confinement {
     };
   }
 
+  /** The child's argv, behind prlimit(1) unless its rlimits are set at the handshake (or nowhere). */
+  #limited(child: { command: string; args: string[] }, atHandshake: boolean): string[] {
+    return this.host.prlimitProgram && !atHandshake
+      ? [this.host.settings.prlimit, ...rlimitArgs(this.request.limits), '--', child.command, ...child.args]
+      : [child.command, ...child.args];
+  }
+
   async started(_pid: number, report: NodeJS.ReadableStream, release: NodeJS.WritableStream): Promise<void> {
     const childPid = await readChildPid(report);
     try {
-      if (this.host.rlimitsAtHandshake) setRlimits(childPid, this.request.limits);
+      if (this.#rlimitsAtHandshake) setRlimits(childPid, this.request.limits);
       this.#cgroup?.join(childPid);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
@@ -368,6 +383,23 @@ export function processesOfUid(uid: number): number[] {
 
 /** util-linux's setpriv: how a root-run sandbox's child gets its own uid. */
 const SETPRIV = '/usr/bin/setpriv';
+
+/** With the handshake, bwrap's fds 3 and 4 are its pipes and the pinned paths start at 5. */
+const HANDSHAKE_FD = 5;
+/** What bwrap may open while it sets a view up, beyond the pinned paths (mountinfo, directories). */
+const BWRAP_SETUP_FILES = 32;
+
+/** The set-user-ID mode bit (Node's fs.constants has no S_ISUID). */
+const S_ISUID = 0o4000;
+
+/** A setuid-root program (an older distribution's bwrap). */
+function isSetuid(program: string): boolean {
+  try {
+    return (statSync(program).mode & S_ISUID) !== 0;
+  } catch {
+    return false;
+  }
+}
 
 /** bwrap runs a trivial sandbox here (as root when privileged, else in a user namespace). */
 function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: false; problem: string } {
@@ -489,7 +521,8 @@ function readChildPid(report: NodeJS.ReadableStream): Promise<number> {
     };
     report.on('data', (chunk: Buffer | string) => {
       text += chunk.toString();
-      const match = /"child-pid"\s*:\s*(\d+)/.exec(text);
+      // The number's end too: a chunk could end inside it.
+      const match = /"child-pid"\s*:\s*(\d+)\s*[,}\n]/.exec(text);
       if (match) finish(Number(match[1]));
     });
     report.once('end', () =>

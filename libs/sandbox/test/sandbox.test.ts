@@ -1,8 +1,9 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { contractRun } from '@libos/runner';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
@@ -97,34 +98,62 @@ describe('a sandboxed launch', () => {
     expect(sandbox.rlimitsAtHandshake).toBe(true); // not prlimit(1): this host has bwrap and koffi
   });
 
-  it('an rlimit above what the worker may give fails the launch, saying so', () => {
-    // Root without CAP_SYS_RESOURCE (a container's default) cannot raise a hard limit.
-    const hard = /Max open files\s+\d+\s+(\d+)/.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1];
-    const asked = Number(hard) + 1_000;
+  it('an rlimit above what the worker may give fails the launch, saying so', async () => {
+    // The worker runs with a hard limit of 2,000 open files; the image asks 3,000. Root without
+    // CAP_SYS_RESOURCE (a container's default, and this host's) cannot raise it.
     const fixture = fileURLToPath(new URL('./fixtures/limits-worker.ts', import.meta.url));
-    const run = (openFiles: number) =>
-      execFileSync(
-        'setpriv',
-        [
-          '--inh-caps=-sys_resource',
-          '--bounding-set=-sys_resource',
-          '--',
-          process.execPath,
-          '--import',
-          'tsx',
-          '--conditions=@libos/source',
-          fixture,
-          join(work, '.limit-locks'),
-          work,
-          String(openFiles),
-        ],
-        { encoding: 'utf8', timeout: 30_000 },
-      );
-    expect(JSON.parse(run(asked))).toEqual({
+    const worker = [
+      '--import',
+      'tsx',
+      '--conditions=@libos/source',
+      fixture,
+      join(work, '.limit-locks'),
+      work,
+    ];
+    const run = async (openFiles: number) => {
+      const dropped = ['setpriv', '--inh-caps=-sys_resource', '--bounding-set=-sys_resource', '--'];
+      const argv = ['--nofile=2000:2000', '--', ...dropped, process.execPath, ...worker, String(openFiles)];
+      const { stdout } = await promisify(execFile)('prlimit', argv, { encoding: 'utf8', timeout: 30_000 });
+      return JSON.parse(stdout) as unknown;
+    };
+    expect(await run(3_000)).toEqual({
       type: 'failed',
-      reason: `child spawn failed: the sandbox's rlimit nofile=${asked} cannot be set (EPERM, above the hard limit this worker may give)`,
+      reason:
+        "child spawn failed: the sandbox's rlimit nofile=3000 cannot be set (EPERM: above the hard limit this worker may give, or not permitted)",
     });
-    expect(JSON.parse(run(Number(hard)))).toEqual({ type: 'captured' });
+    expect(await run(2_000)).toEqual({ type: 'captured' });
+  }, 60_000);
+
+  it('an image allowing few open files still gets a sandbox with many paths (its rlimits after bwrap)', async () => {
+    // Set at the handshake, 16 open files would hold bwrap's own set-up of 14 pinned paths.
+    const paths = Array.from({ length: 12 }, (_, i) => {
+      const path = join(work, `shown-${i}`);
+      mkdirSync(path, { recursive: true });
+      return { path, access: 'read' as const };
+    });
+    const confinement = sandbox.confine({
+      cwd: work,
+      paths,
+      runtime: [],
+      limits: { ...DEFAULT_LIMITS, openFiles: 16 },
+      network: 'host',
+    });
+    const result = await contractRun({
+      command: 'sh',
+      args: [
+        '-c',
+        `read -r request; out="$(grep 'open files' /proc/self/limits | tr -s ' ')"; ${RESULT}`,
+        'sh',
+        '{result_file}',
+      ],
+      input: {},
+      kind: 'k',
+      id: 't',
+      deadlineMs: 10_000,
+      confinement,
+    });
+    expect(result.terminal).toEqual({ type: 'captured' });
+    expect(String(result.report)).toContain('Max open files 16 16 files');
   });
 
   it('pause stops every process of the sandbox, resume continues them', async () => {
