@@ -1,7 +1,8 @@
+import { readFileSync } from 'node:fs';
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
-import { type IsolationReport, Spawner } from '@libos/sandbox';
+import { cgroupJoinsWait, type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
@@ -88,6 +89,12 @@ export async function startWorker(
     throw error;
   }
   log.info({ isolation: spawner.report }, spawner.describe());
+  if (spawner.report.cgroupVersion !== null && cgroupJoinsWait(readFileSync('/proc/mounts', 'utf8'))) {
+    log.info(
+      'a child joins its cgroups after a kernel RCU wait about one launch in ten (10-35 ms measured): ' +
+        'mount cgroup2 with favordynmods to remove it (README, Running a fleet)',
+    );
+  }
   metrics = createWorkerMetrics(spawner.report, () => running.size);
   const kernel = new Kernel({
     redis: commands,

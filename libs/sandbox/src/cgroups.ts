@@ -240,3 +240,16 @@ function readWords(file: string): Set<string> {
     return new Set();
   }
 }
+
+/**
+ * Whether moving a process into a cgroup may wait for an RCU grace period here: the kernel keeps
+ * its cgroup lock fast for writers only with a cgroup2 mount's `favordynmods` (the lock is global,
+ * so one such mount serves v1 hierarchies too). Measured: about one join in ten took 10–35 ms
+ * without it, none over 0.3 ms with it. `mounts` is /proc/mounts' text.
+ */
+export function cgroupJoinsWait(mounts: string): boolean {
+  return !mounts
+    .split('\n')
+    .map((line) => line.split(' '))
+    .some(([, , type, options]) => type === 'cgroup2' && (options ?? '').split(',').includes('favordynmods'));
+}

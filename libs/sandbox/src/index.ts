@@ -1,5 +1,5 @@
 export { bwrapArgs, isInside, type Mount, type SandboxView } from './bwrap.js';
-export { CgroupHost, type CgroupSupport, ChildCgroup } from './cgroups.js';
+export { CgroupHost, type CgroupSupport, ChildCgroup, cgroupJoinsWait } from './cgroups.js';
 export { DEFAULT_LIMITS, rlimitArgs, type SandboxLimits } from './limits.js';
 export {
   ChildSandbox,
