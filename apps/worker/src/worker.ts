@@ -91,8 +91,8 @@ export async function startWorker(
   log.info({ isolation: spawner.report }, spawner.describe());
   if (spawner.report.cgroupVersion !== null && cgroupJoinsWait(readFileSync('/proc/mounts', 'utf8'))) {
     log.info(
-      'a child joins its cgroups after a kernel RCU wait about one launch in ten (10-35 ms measured): ' +
-        'mount cgroup2 with favordynmods to remove it (README, Running a fleet)',
+      'cgroup joins may wait for a kernel RCU grace period (one launch in ten took 10-35 ms on a test ' +
+        'host): mount cgroup2 with favordynmods to avoid it (README, Running a fleet)',
     );
   }
   metrics = createWorkerMetrics(spawner.report, () => running.size);
