@@ -104,33 +104,24 @@ for (const file of readdirSync(LOGS)) {
 rmSync(LOGS, { recursive: true, force: true });
 
 const segments: Record<string, number[]> = {};
-const add = (name: string, value: number | undefined) => {
-  if (value !== undefined && Number.isFinite(value)) segments[name] = [...(segments[name] ?? []), value];
+const add = (name: string, value: number) => {
+  if (Number.isFinite(value)) segments[name] = [...(segments[name] ?? []), value];
 };
 for (const s of samples) {
-  const at = seen.get(s.pid) ?? {};
-  const claimed = at['attempt claimed'];
-  const spawned = at['child spawned'];
-  const completed = at['attempt completed'];
+  // A line the logs lack makes its segments NaN, which `add` leaves out.
+  const at = (message: string) => seen.get(s.pid)?.[message] ?? Number.NaN;
+  const [claimed, spawned, completed] = ['attempt claimed', 'child spawned', 'attempt completed'].map(at) as [
+    number,
+    number,
+    number,
+  ];
   add('call → spawn answered (SDK)', s.answered - s.called);
-  add(
-    'spawn answered → attempt claimed (queue, claim, index)',
-    claimed === undefined ? undefined : claimed - s.answered,
-  );
-  add(
-    'attempt claimed → child spawned (worker, spawner)',
-    spawned === undefined || claimed === undefined ? undefined : spawned - claimed,
-  );
-  add('child spawned → child start (exec, sandbox)', spawned === undefined ? undefined : s.start - spawned);
+  add('spawn answered → attempt claimed (queue, claim, index)', claimed - s.answered);
+  add('attempt claimed → child spawned (worker, spawner)', spawned - claimed);
+  add('child spawned → child start (exec, sandbox)', s.start - spawned);
   add('**call → child start**', s.start - s.called);
-  add(
-    'child end → attempt completed (reap, result, complete script)',
-    completed === undefined ? undefined : completed - s.end,
-  );
-  add(
-    'attempt completed → wait answered (wake, HTTP)',
-    completed === undefined ? undefined : s.woke - completed,
-  );
+  add('child end → attempt completed (reap, result, complete script)', completed - s.end);
+  add('attempt completed → wait answered (wake, HTTP)', s.woke - completed);
   add('**child end → wait answered**', s.woke - s.end);
 }
 const stats = (xs: number[]) => {
