@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { contractRun } from '@libos/runner';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
+import { DEFAULT_LIMITS, type Mount, monotonicMs, processesOfUid, Sandbox, Watchdog } from '../src/index.js';
 
 const work = mkdtempSync(join(tmpdir(), 'sandbox-test-'));
 chmodSync(work, 0o777);
@@ -28,8 +28,13 @@ afterAll(() => {
 
 const RESULT = `printf '{"version":1,"request_id":"t","status":"completed","output":"%s"}' "$out" > "$1"`;
 
-function run(script: string, limits = DEFAULT_LIMITS, more: Partial<Parameters<typeof contractRun>[0]> = {}) {
-  const confinement = sandbox.confine({ cwd: work, paths: [], runtime: [], limits, network: 'host' });
+function run(
+  script: string,
+  limits = DEFAULT_LIMITS,
+  more: Partial<Parameters<typeof contractRun>[0]> = {},
+  paths: Mount[] = [],
+) {
+  const confinement = sandbox.confine({ cwd: work, paths, runtime: [], limits, network: 'host' });
   return {
     uid: confinement.uid,
     done: contractRun({
@@ -131,27 +136,13 @@ describe('a sandboxed launch', () => {
       mkdirSync(path, { recursive: true });
       return { path, access: 'read' as const };
     });
-    const confinement = sandbox.confine({
-      cwd: work,
+    const { done } = run(
+      `out="$(grep 'open files' /proc/self/limits | tr -s ' ')"; ${RESULT}`,
+      { ...DEFAULT_LIMITS, openFiles: 16 },
+      {},
       paths,
-      runtime: [],
-      limits: { ...DEFAULT_LIMITS, openFiles: 16 },
-      network: 'host',
-    });
-    const result = await contractRun({
-      command: 'sh',
-      args: [
-        '-c',
-        `read -r request; out="$(grep 'open files' /proc/self/limits | tr -s ' ')"; ${RESULT}`,
-        'sh',
-        '{result_file}',
-      ],
-      input: {},
-      kind: 'k',
-      id: 't',
-      deadlineMs: 10_000,
-      confinement,
-    });
+    );
+    const result = await done;
     expect(result.terminal).toEqual({ type: 'captured' });
     expect(String(result.report)).toContain('Max open files 16 16 files');
   });
