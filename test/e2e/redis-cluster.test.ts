@@ -181,14 +181,16 @@ describe('process semantics on a 3-master Redis Cluster', () => {
     const children = await Promise.all(
       [0, 1, 2, 3].map(() => parent.client.spawn({ goal: 'answer mail', image: 'mail' })),
     );
-    // Let each child block in its receive first (it is running), then send.
+    // Let each child block in its receive first, then send. A blocked receive shows as
+    // `waiting_event`; waiting for all four `running` at once raced their receives (they block
+    // within tens of ms of starting) and lost whenever the launches were quick.
     await eventually(
       async () => {
         const listed = await parent.client.listChildren();
-        return listed.children.every((c) => c.status === 'running') ? true : undefined;
+        return listed.children.every((c) => c.status === 'waiting_event') ? true : undefined;
       },
       // four sandboxed launches through two workers: slow on a loaded CI host (15 s was not enough once)
-      { what: 'the mail children to run', withinMs: 60_000 },
+      { what: 'the mail children to block in their receives', withinMs: 60_000 },
     );
     for (const [i, child] of children.entries()) {
       await parent.client.send({ to: child.pid, body: `hello-${i}` });
