@@ -1,4 +1,11 @@
-import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import {
+  Cluster,
+  type ClusterOptions,
+  Redis,
+  type RedisOptions,
+  type SentinelConnectionOptions,
+  SentinelConnector,
+} from 'ioredis';
 import type {
   ClusterRedisSettings,
   RedisSettings,
@@ -90,12 +97,38 @@ export function wrongPrimary(error: Error): boolean {
 }
 
 /**
+ * ioredis's Sentinel connector, with its failover detector ended when a new connection starts.
+ * ioredis replaces the detector only once a new connection is up: while the primary is gone, the
+ * detector of the connection that died still listens for `+switch-master`, and when it comes it
+ * disconnects the connector, which ends a connection still asking the sentinels for the primary
+ * with "Connection is closed." for good (status `end`, no more reconnects). A new attempt has no
+ * use for the old connection's detector: this ends it first (ioredis 5.11; `failoverDetector` is
+ * private there, hence the cast). `duplicate()` copies the option, so duplicates get it too.
+ */
+class FailoverSafeSentinelConnector extends SentinelConnector {
+  // ioredis passes its own options, which hold the sentinel ones (see `sentinelOptions`).
+  constructor(options: unknown) {
+    super(options as SentinelConnectionOptions);
+  }
+
+  override connect(
+    ...args: Parameters<SentinelConnector['connect']>
+  ): ReturnType<SentinelConnector['connect']> {
+    const own = this as unknown as { failoverDetector: { cleanup(): void } | null };
+    own.failoverDetector?.cleanup();
+    own.failoverDetector = null;
+    return super.connect(...args);
+  }
+}
+
+/**
  * The ioredis options for Sentinel: ask the sentinels for `master`, connect to it only if it says
  * it is a primary (`role: 'master'`), listen to the sentinels' `+switch-master` to move at once
  * (`failoverDetector`), and reconnect on a reply that says this server is no longer the primary.
  */
 function sentinelOptions(settings: SentinelRedisSettings, purpose: RedisPurpose): RedisOptions {
   return {
+    Connector: FailoverSafeSentinelConnector,
     sentinels: settings.sentinels.map(({ host, port }) => ({ host, port })),
     name: settings.master,
     role: 'master',

@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type SentinelGroup, startSentinelGroup } from '@libos/testkit';
@@ -25,6 +26,45 @@ afterAll(async () => {
 async function servedBy(client: Redis): Promise<number> {
   const [, port] = (await client.call('CONFIG', 'GET', 'port')) as [string, string];
   return Number(port);
+}
+
+/** A TCP proxy to `port` on loopback that delays every chunk, both ways, by `delayMs`. */
+async function delayingProxy(port: number, delayMs: number): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    const outbound = connect(port, '127.0.0.1');
+    for (const [from, to] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
+      sockets.add(from);
+      from.on('data', (chunk) => setTimeout(() => to.writable && to.write(chunk), delayMs));
+      from.on('close', () => setTimeout(() => to.destroy(), delayMs));
+      from.on('error', () => undefined);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close() {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+/** Writes `key` until a write succeeds; fails once `withinMs` passed or the client has ended. */
+async function eventuallyWrites(client: Redis, key: string, withinMs: number): Promise<void> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    try {
+      await client.set(key, 'after');
+      return;
+    } catch (error) {
+      if (client.status === 'end' || Date.now() > until)
+        throw new Error(`${key}: no write (status ${client.status}): ${String(error)}`);
+    }
+  }
 }
 
 describe('createSentinel', () => {
@@ -75,6 +115,45 @@ describe('createSentinel', () => {
     } finally {
       commands.disconnect();
       subscriber.disconnect();
+    }
+  }, 60_000);
+
+  it('a client asking the sentinels for the primary when +switch-master comes keeps reconnecting', async () => {
+    // A group of its own (the test above leaves its old primary dead), reached through proxies
+    // that hold each packet 300 ms: a client that tries again every millisecond is then nearly
+    // always waiting for a sentinel's answer, which is when the sentinels announce the new
+    // primary. ioredis's failover detector of the connection that died used to end such a
+    // client for good ("Connection is closed.", status end); 6 of 6 clients, twice in two runs.
+    const own = await startSentinelGroup({ replicas: 2 });
+    const proxies = await Promise.all(own.sentinelPorts.map((port) => delayingProxy(port, 300)));
+    const settings = redisSettingsFromEnv({
+      ...own.env,
+      LIBOS_REDIS_SENTINELS: proxies.map((proxy) => `127.0.0.1:${proxy.port}`).join(','),
+    });
+    if (settings.topology !== 'sentinel') throw new Error('not sentinel');
+    // updateSentinels off: the sentinels would otherwise tell the clients their own addresses.
+    const clients = Array.from({ length: 6 }, () =>
+      createSentinel(settings, 'commands', { retryStrategy: () => 1, updateSentinels: false }),
+    );
+    const ended: number[] = [];
+    clients.forEach((client, i) => {
+      client.on('error', () => undefined);
+      client.on('end', () => ended.push(i));
+    });
+    try {
+      await Promise.all(clients.map((client, i) => client.set(`c${i}`, 'before')));
+      const first = await own.primaryPort();
+      await own.kill(first);
+      const next = await own.failedOverFrom(first, 30_000);
+      for (const [i, client] of clients.entries()) {
+        await eventuallyWrites(client, `c${i}`, 20_000);
+        expect(await servedBy(client)).toBe(next);
+      }
+      expect(ended).toEqual([]);
+    } finally {
+      for (const client of clients) client.disconnect();
+      for (const proxy of proxies) proxy.close();
+      await own.stop();
     }
   }, 60_000);
 
