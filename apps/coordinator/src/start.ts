@@ -1,4 +1,5 @@
 import {
+  connectionLost,
   createRedis,
   describeRedisError,
   type RedisClient,
@@ -14,6 +15,12 @@ export interface RunningCoordinator extends ServerParts {
   /** The address it listens on, e.g. http://127.0.0.1:7070 */
   url: string;
   reaper: Reaper;
+  /**
+   * Resolves, with the reason, if a Redis connection of the coordinator ended for good (ioredis
+   * will not reconnect it): it can take no state change any more. Its owner should exit non-zero
+   * so that a supervisor starts a fresh one; the coordinator's bin and `libos coordinator` do.
+   */
+  lost: Promise<string>;
   /** Graceful: stop accepting, answer open long-polls, stop the reaper, close Redis. */
   close(): Promise<void>;
 }
@@ -73,10 +80,18 @@ export async function startCoordinator(
   logger.info({ url, redis: redisSettings.display }, 'coordinator listening');
   void warnIfTooFewReplicas(redis, redisSettings.replication.replicas, logger);
   let closing: Promise<void> | undefined;
+  const lost = connectionLost({ commands: redis, queues: queueRedis }, () => closing !== undefined).then(
+    (name) => {
+      const reason = `its Redis connection for ${name} ended and will not reconnect`;
+      logger.error(`the coordinator cannot go on: ${reason}`);
+      return reason;
+    },
+  );
   return {
     ...parts,
     url,
     reaper,
+    lost,
     close() {
       closing ??= (async () => {
         parts.shutdown.abort(new Error('the coordinator is shutting down'));

@@ -2,6 +2,8 @@
 import { loadWorkerConfig, startWorker } from './index.js';
 
 const worker = await startWorker(loadWorkerConfig(process.env));
+// Its Redis connection ended for good: exit as after a crash, so a supervisor starts a fresh one.
+void worker.lost.then(() => process.exit(1));
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {

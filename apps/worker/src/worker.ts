@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
-import { createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
+import { connectionLost, createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
 import { cgroupJoinsWait, type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
@@ -24,6 +24,13 @@ export interface RunningWorker {
   readonly id: string;
   /** What this worker enforces on its children. */
   readonly isolation: IsolationReport;
+  /**
+   * Resolves, with the reason, if a Redis connection of the worker ended for good (ioredis will
+   * not reconnect it): the worker can no longer report what it runs. Its owner should exit
+   * non-zero, as after a crash, so that a supervisor starts a fresh one; the worker's bin and
+   * `libos worker` do.
+   */
+  readonly lost: Promise<string>;
   /**
    * Stop taking launches, let running children finish for `shutdownGraceMs`, then cancel the
    * rest through the contract (stdin EOF, their grace, kill), report them, close connections.
@@ -189,6 +196,11 @@ export async function startWorker(
   );
 
   let closing: Promise<void> | undefined;
+  const lost = connectionLost({ commands, queues }, () => closing !== undefined).then((name) => {
+    const reason = `its Redis connection for ${name} ended and will not reconnect`;
+    log.error(`the worker cannot go on: ${reason}`);
+    return reason;
+  });
   const close = async () => {
     log.info({ running: running.size, grace_ms: config.shutdownGraceMs }, 'closing: taking no new launches');
     await strays.close();
@@ -215,6 +227,7 @@ export async function startWorker(
   return {
     id: config.workerId,
     isolation: spawner.report,
+    lost,
     close: () => {
       closing ??= close();
       return closing;

@@ -10,6 +10,7 @@ export {
   type RedisPurpose,
   wrongPrimary,
 } from './create.js';
+export { connectionLost } from './lost.js';
 export { redisOutageLog, type WarnLog } from './outage-log.js';
 export { REDACTED, redactRedisUrl } from './redact.js';
 export {

@@ -111,7 +111,12 @@ export function registerClusterCommands(program: Command): void {
         ...(opts.host ? { LIBOS_HOST: opts.host } : {}),
       });
       const coordinator = await startCoordinator(config);
-      await untilStopped('libos coordinator');
+      // A part whose Redis connection ended for good exits at once, as after a crash.
+      if (
+        (await Promise.race([untilStopped('libos coordinator'), coordinator.lost.then(() => 'lost')])) ===
+        'lost'
+      )
+        process.exit(1);
       await coordinator.close();
     });
 
@@ -135,7 +140,9 @@ export function registerClusterCommands(program: Command): void {
         ...(opts.isolation ? { LIBOS_ISOLATION: opts.isolation } : {}),
       });
       const worker = await startWorker(config);
-      await untilStopped('libos worker');
+      // A part whose Redis connection ended for good exits at once, as after a crash.
+      if ((await Promise.race([untilStopped('libos worker'), worker.lost.then(() => 'lost')])) === 'lost')
+        process.exit(1);
       await worker.close();
     });
 }
