@@ -69,6 +69,8 @@ describe('listing processes', () => {
   });
 
   it('lists roots newest first, with a cursor stable under inserts', async () => {
+    // The earlier tests' roots are older than `since`: its millisecond is past their last one.
+    await sleep(2);
     const since = Date.now() - 1;
     const made: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -97,6 +99,8 @@ describe('listing processes', () => {
   });
 
   it('keeps the order after the index is rebuilt from the rows', async () => {
+    // The earlier tests' roots are older than `since`: its millisecond is past their last one.
+    await sleep(2);
     const since = Date.now() - 1;
     const a = (await root(env)).pid;
     await sleep(3);
