@@ -80,12 +80,11 @@ export async function startCoordinator(
   logger.info({ url, redis: redisSettings.display }, 'coordinator listening');
   void warnIfTooFewReplicas(redis, redisSettings.replication.replicas, logger);
   let closing: Promise<void> | undefined;
-  const lost = connectionLost({ commands: redis, queues: queueRedis }, () => closing !== undefined).then(
-    (name) => {
-      const reason = `its Redis connection for ${name} ended and will not reconnect`;
-      logger.error(`the coordinator cannot go on: ${reason}`);
-      return reason;
-    },
+  const lost = connectionLost(
+    { commands: redis, queues: queueRedis },
+    () => closing !== undefined,
+    logger,
+    'coordinator',
   );
   return {
     ...parts,

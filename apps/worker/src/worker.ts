@@ -196,11 +196,7 @@ export async function startWorker(
   );
 
   let closing: Promise<void> | undefined;
-  const lost = connectionLost({ commands, queues }, () => closing !== undefined).then((name) => {
-    const reason = `its Redis connection for ${name} ended and will not reconnect`;
-    log.error(`the worker cannot go on: ${reason}`);
-    return reason;
-  });
+  const lost = connectionLost({ commands, queues }, () => closing !== undefined, log, 'worker');
   const close = async () => {
     log.info({ running: running.size, grace_ms: config.shutdownGraceMs }, 'closing: taking no new launches');
     await strays.close();

@@ -10,7 +10,7 @@ export {
   type RedisPurpose,
   wrongPrimary,
 } from './create.js';
-export { connectionLost } from './lost.js';
+export { connectionLost, type ErrorLog } from './lost.js';
 export { redisOutageLog, type WarnLog } from './outage-log.js';
 export { REDACTED, redactRedisUrl } from './redact.js';
 export {

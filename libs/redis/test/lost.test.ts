@@ -30,21 +30,27 @@ describe('connectionLost', () => {
     let closing = false;
     try {
       await Promise.all([commands.ping(), queues.ping(), admin.ping()]);
-      const lost = connectionLost({ commands, queues }, () => closing);
+      const logged: string[] = [];
+      const log = { error: (message: string) => void logged.push(message) };
+      const lost = connectionLost({ commands, queues }, () => closing, log, 'worker');
       const id = await commands.client('ID');
       const ended = once(commands, 'end');
       await admin.client('KILL', 'ID', String(id));
       await ended;
-      expect(await lost).toBe('commands');
+      expect(await lost).toBe('its Redis connection for commands ended and will not reconnect');
+      expect(logged).toEqual([
+        'the worker cannot go on: its Redis connection for commands ended and will not reconnect',
+      ]);
       expect(await queues.ping()).toBe('PONG');
 
       // The part closing its own connection is not a loss.
-      const again = connectionLost({ queues }, () => closing);
+      const again = connectionLost({ queues }, () => closing, log, 'worker');
       closing = true;
       const quit = once(queues, 'end');
       queues.disconnect();
       await quit;
       expect(await settled(again)).toBe(false);
+      expect(logged).toHaveLength(1);
     } finally {
       for (const client of [commands, queues, admin]) client.disconnect();
     }
