@@ -1,4 +1,12 @@
-import { type Kernel, REAPER_HOLD_MAX_MS, type ReaperShards, type Recovery } from '@libos/kernel';
+import {
+  type Kernel,
+  REAPER_HOLD_MAX_MS,
+  type ReaperShards,
+  type Recovery,
+  type StaleLaunch,
+} from '@libos/kernel';
+import type { LaunchJob } from '@libos/protocol';
+import type { Job } from 'bullmq';
 import type { Logger } from 'pino';
 import { atMost, STOP_WAIT_MS } from './at-most.js';
 import type { Launcher } from './launcher.js';
@@ -109,30 +117,55 @@ export class Reaper {
     let cursor: string | undefined;
     do {
       const page = await this.kernel.admin.staleLaunches(cutoff, cursor, 500, shards);
-      for (const { pid, attempt, pool } of page.launches) {
-        const job = await this.launcher.findJob({ pid, attempt, pool });
-        if (job) {
-          // Waiting, delayed or active: still on its way. Finished while the row stayed runnable
-          // (a worker failed it before its claim, e.g. through a failover): that launch is lost,
-          // and its job id, still taken, would block the same id being enqueued again.
-          const state = await job.getState();
-          if (state !== 'completed' && state !== 'failed') continue;
+      // The page's jobs are looked up together (one pipelined round trip, not one per launch):
+      // a long queue has every launch in it older than the window.
+      const gone = await Promise.all(page.launches.map((launch) => this.jobGone(launch)));
+      for (const [index, launch] of page.launches.entries()) {
+        const job = gone[index];
+        if (job === false) continue;
+        // The page was read before the jobs: a launch claimed and ended meanwhile has a finished
+        // (or trimmed) job too. Read again after the job, a row still runnable is really lost.
+        // (One gone, deleted after its retention period, or unreadable now is left to a later sweep.)
+        const row = await this.kernel.admin.getProcess(launch.pid).catch(() => undefined);
+        if (row?.status !== 'runnable') continue;
+        // A finished job's id, still taken, would block the same id being enqueued again.
+        if (job !== undefined) {
           // One job that will not go must not stop the sweep of the rows after it.
           const removed = await job.remove().then(
             () => true,
-            (error: unknown) => this.log.warn({ pid, err: error }, 'finished launch job not removed'),
+            (error: unknown) =>
+              this.log.warn({ pid: launch.pid, err: error }, 'finished launch job not removed'),
           );
           if (!removed) continue;
         }
-        this.log.warn({ pid, attempt }, 'runnable without a live job: enqueued again');
         // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
-        await this.kernel.admin.launchOf(pid).then(
-          () => relaunched.push(pid),
-          (error: unknown) => this.log.warn({ pid, err: error }, 'relaunch refused'),
+        await this.kernel.admin.launchOf(launch.pid).then(
+          () => {
+            relaunched.push(launch.pid);
+            this.log.warn(
+              { pid: launch.pid, attempt: launch.attempt },
+              'runnable without a live job: enqueued again',
+            );
+          },
+          (error: unknown) => this.log.warn({ pid: launch.pid, err: error }, 'relaunch refused'),
         );
       }
       cursor = page.next_cursor ?? undefined;
     } while (cursor);
     return relaunched;
+  }
+
+  /**
+   * Whether a runnable process's launch job is gone: `false` while it is on its way (waiting,
+   * delayed or active), the job when it finished (a worker failed it before its claim, e.g.
+   * through a failover), `undefined` when there is none (a coordinator that died between
+   * recording the launch and enqueueing it). BullMQ sets `finishedOn` exactly while a job is
+   * completed or failed (a retry clears it), so the job's hash says it: `Job.getState` would scan
+   * the queue's whole wait and active lists for each launch, O(queue²) a sweep of a long queue.
+   */
+  private async jobGone(launch: StaleLaunch): Promise<Job<LaunchJob> | undefined | false> {
+    const job = await this.launcher.findJob(launch);
+    if (!job) return undefined;
+    return job.finishedOn === undefined ? false : job;
   }
 }

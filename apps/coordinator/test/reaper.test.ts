@@ -1,7 +1,10 @@
+import { type Kernel, mintToken, type StaleLaunch } from '@libos/kernel';
 import { type LaunchJob, LEGACY_QUEUE_PREFIX, launchJobId, legacyLaunchQueueName } from '@libos/protocol';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { Reaper } from '../src/reaper.js';
 import { type Harness, startHarness } from './helpers.js';
 
 let h: Harness;
@@ -95,5 +98,64 @@ test('a launch still in the pre-upgrade {libos} queue is not lost to the reaper,
   } finally {
     await old.close();
     connection.disconnect();
+  }
+});
+
+test('a launch that ran and ended after the sweep read it as runnable is neither enqueued again nor reported', async () => {
+  // The coordinator's own reaper lets go of the index shards (the last test: it is not needed again).
+  await h.coordinator.reaper.stop();
+  const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 1 } });
+  const parent = h.as(root.token!);
+  // A pool of its own: the queue holds this launch alone.
+  await h.admin.putImage('echo-raced', {
+    command: 'sh',
+    args: ['-c', 'exit 0', 'sh', '{result_file}'],
+    pool: 'raced',
+  });
+  const child = await parent.spawn({ goal: 'ran meanwhile', image: 'echo-raced' });
+  const { kernel, launcher } = h.coordinator;
+  const queue = launcher.queueOf('raced', child.pid);
+  const id = launchJobId(child.pid, 1);
+  // The page of stale launches, as the sweep read it before the child ran.
+  const page: StaleLaunch[] = [{ pid: child.pid, attempt: 1, pool: 'raced' }];
+  // Then a worker takes the job, claims, runs and completes the attempt, and finishes the job.
+  const connection = new Redis(h.redis.url, { maxRetriesPerRequest: null });
+  const taker = new Worker<LaunchJob>(queue.name, null, { connection, prefix: queue.opts.prefix });
+  try {
+    const taken = await taker.getNextJob('taker');
+    expect(taken?.id).toBe(id);
+    const claimed = await kernel.worker.claim(child.pid, 1, {
+      workerId: 'taker',
+      tokenHash: mintToken(child.pid).tokenHash,
+      leaseMs: 60_000,
+    });
+    await kernel.worker.complete(child.pid, 1, claimed.fence, {
+      terminal: { type: 'captured' },
+      report: 'done',
+      usage: { prompt_tokens: 0, completion_tokens: 0, steps: 0, wall_ms: 1 },
+    });
+    await taken!.moveToCompleted({ status: 'exited' }, 'taker', false);
+  } finally {
+    await taker.close();
+    connection.disconnect();
+  }
+  expect((await h.admin.getProcess(child.pid)).status).toBe('exited');
+
+  // A reaper whose page is that stale one (the kernel's own answers otherwise).
+  const admin = Object.create(kernel.admin) as Kernel['admin'];
+  admin.staleLaunches = async () => ({ launches: page, next_cursor: null });
+  const staged = Object.assign(Object.create(kernel) as Kernel, { admin });
+  const lines: { msg: string }[] = [];
+  const log = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  const reaper = new Reaper(staged, launcher, log, { intervalMs: 3_600_000, relaunchAfterMs: 0 });
+  try {
+    const report = await reaper.sweep();
+    expect(report.shards.length).toBeGreaterThan(0);
+    expect(report.relaunched).toEqual([]);
+    // The finished job stays (the board shows it) and nothing claims a launch was lost.
+    expect(await (await queue.getJob(id))?.getState()).toBe('completed');
+    expect(lines.map((line) => line.msg)).toEqual([]);
+  } finally {
+    await reaper.stop();
   }
 });
