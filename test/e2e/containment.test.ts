@@ -9,7 +9,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LibosError } from '@libos/sdk';
 import { hostPid, SELF_PID } from '@libos/testkit';
@@ -615,6 +615,28 @@ describe('a memory hog', () => {
     // Killed by SIGKILL (the memory cgroup's OOM kill): bwrap's init reports it as 128 + 9.
     expect(waited.outcome?.reason).toBe('the child exited 137 without writing a result');
     expect(await files.lines('hog')).toEqual(['tried']);
+    expect(isAlive(workerPid())).toBe(true);
+  });
+});
+
+describe('a child filling its result directory', () => {
+  it('in memory (/dev/shm, the default) it is killed by its memory limit, and its directory is removed', async () => {
+    await cluster.admin.putImage('filler', {
+      ...shImage(
+        `${READ_REQUEST}; echo "$1" > "$2/filler"; exec head -c 268435456 /dev/zero > "\${1%/*}/fill"`,
+        files.dir,
+      ),
+      limits: { memory_mb: 64 },
+      deadline_ms: 20_000,
+    });
+    const filler = await cluster.root('fills its result directory');
+    const child = await filler.client.spawn({ goal: 'write 256 MB beside the result', image: 'filler' });
+    const waited = await filler.client.wait({ child_pid: child.pid });
+    // The tmpfs pages count against the sandbox's memory: the cgroup's OOM kill ends it.
+    expect(waited.outcome?.reason).toBe('the child exited 137 without writing a result');
+    const [path] = await files.lines('filler');
+    expect(path).toMatch(/^\/dev\/shm\/workflow-result-[^/]+\/result\.json$/);
+    expect(existsSync(dirname(path!))).toBe(false);
     expect(isAlive(workerPid())).toBe(true);
   });
 });

@@ -48,6 +48,8 @@ export interface AttemptContext {
    */
   spawner: Spawner;
   maxResultBytes: number;
+  /** Where launches' result directories are made (`resultParent`); the spawner's TMPDIR when undefined. */
+  resultParent: string | undefined;
   /** Children's output goes to the kernel's log store within these bounds, never to our own log. */
   childLog: ChildLogSettings;
   /** The most agent launches a child's `WORKFLOW_HOST` reserves (see `hostedHandoff`). */
@@ -207,6 +209,7 @@ async function runChild(
         hostedHandoff(claimed, plan.launch.deadlineMs, ctx.hostedCalls),
       ),
       maxResultBytes: ctx.maxResultBytes,
+      ...(ctx.resultParent === undefined ? {} : { resultParent: ctx.resultParent }),
       confine: confined ? confineRequest(claimed) : undefined,
       // Armed before the spawn: from here on the child dies unless the lease keeps being renewed.
       fence: { id: fence.id, deadline: fence.claimSentAt + fence.ms },

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { connectionLost, createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
@@ -9,6 +10,7 @@ import { inheritedEnvironment } from './child-env.js';
 import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
+import { resultParent } from './isolation.js';
 import { endedJobError, ProcessEnded } from './job-report.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
@@ -55,6 +57,12 @@ export async function startWorker(
   const log = (options.logger ?? pino({ name: 'libos-worker', level: config.logLevel, base: null })).child({
     worker: config.workerId,
   });
+  // BullMQ's concurrency is per queue worker; one limit shared over a pool's shards would need
+  // jobs taken and then held waiting (out of reach of idle workers). So the pool's concurrency
+  // is divided, rounded up so no shard gets none: at most shards × ceil(concurrency / shards).
+  const perQueue = Math.ceil(config.concurrency / config.launchShards);
+  // Checked before anything starts: a LIBOS_RESULT_DIR that is not a directory is a bad setting.
+  const results = resultParent(config.isolation, config.pools.length * config.launchShards * perQueue);
   // The spawner runs every launch in a small process of its own, so this event loop never blocks
   // on a fork. It starts (and probes the host) while Redis connects; `strict` refuses to start on
   // a host that cannot contain, before any launch is taken.
@@ -95,7 +103,7 @@ export async function startWorker(
     for (const connection of [commands, queues]) connection.disconnect();
     throw error;
   }
-  log.info({ isolation: spawner.report }, spawner.describe());
+  log.info({ isolation: spawner.report, result_dir: results ?? tmpdir() }, spawner.describe());
   if (spawner.report.cgroupVersion !== null && cgroupJoinsWait(readFileSync('/proc/mounts', 'utf8'))) {
     log.info(
       'cgroup joins may wait for a kernel RCU grace period (one launch in ten took 10-35 ms on a test ' +
@@ -121,6 +129,7 @@ export async function startWorker(
     inheritedEnv: inheritedEnvironment(options.baseEnv ?? process.env),
     spawner,
     maxResultBytes: config.isolation.maxResultBytes,
+    resultParent: results,
     childLog: { ...config.childLog, flushMs: DEFAULT_FLUSH_MS },
     hostedCalls: config.hostedCalls,
   };
@@ -150,10 +159,6 @@ export async function startWorker(
   // instead of handing it out again (the kernel's claim would refuse it anyway). The lock is
   // renewed every half of its duration, comfortably more often than it can lapse.
   const lockMs = Math.max(3 * config.leaseMs, 1_000);
-  // BullMQ's concurrency is per queue worker; one limit shared over a pool's shards would need
-  // jobs taken and then held waiting (out of reach of idle workers). So the pool's concurrency
-  // is divided, rounded up so no shard gets none: at most shards × ceil(concurrency / shards).
-  const perQueue = Math.ceil(config.concurrency / config.launchShards);
   const consume = (pool: string, name: string, prefix: string) => {
     const worker = new Worker<LaunchJob, Summary>(name, processJob, {
       connection: queues,

@@ -8,6 +8,7 @@ import { hostedChildEntry } from '@libos/sdk/handoff';
 import { describe, expect, it } from 'vitest';
 import { hostedHandoff } from '../src/child-env.js';
 import { childEnvironment, inheritedEnvironment, loadWorkerConfig, planLaunch } from '../src/index.js';
+import { resultParent } from '../src/isolation.js';
 
 describe('loadWorkerConfig', () => {
   it('applies the defaults and needs only LIBOS_URL', () => {
@@ -34,6 +35,7 @@ describe('loadWorkerConfig', () => {
           prlimit: '/usr/bin/prlimit',
         },
         maxResultBytes: 16 * 1024 * 1024,
+        resultDir: undefined,
       },
       childLog: { maxBytes: 1_048_576, lineBytes: 16_384 },
       hostedCalls: 1000,
@@ -87,6 +89,27 @@ describe('loadWorkerConfig', () => {
     expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_ISOLATION: 'maybe' })).toThrow(
       /LIBOS_ISOLATION/,
     );
+  });
+
+  it('puts result directories in LIBOS_RESULT_DIR, else in /dev/shm when it has room, else in TMPDIR', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'result-dir-'));
+    try {
+      const given = loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_RESULT_DIR: dir }).isolation;
+      expect(resultParent(given, 8)).toBe(dir);
+      const file = join(dir, 'file');
+      await writeFile(file, '');
+      const notDir = loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_RESULT_DIR: file }).isolation;
+      expect(() => resultParent(notDir, 8)).toThrow(`LIBOS_RESULT_DIR: ${file} is not a directory`);
+      expect(() => loadWorkerConfig({ LIBOS_URL: 'http://c:1', LIBOS_RESULT_DIR: 'results' })).toThrow(
+        /LIBOS_RESULT_DIR must be an absolute path/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    // Unset: this host's /dev/shm (a tmpfs) holds 8 results of 16 MiB, not 8 of 1 TiB.
+    const unset = loadWorkerConfig({ LIBOS_URL: 'http://c:1' }).isolation;
+    expect(resultParent(unset, 8)).toBe('/dev/shm');
+    expect(resultParent({ ...unset, maxResultBytes: 2 ** 40 }, 8)).toBeUndefined();
   });
 
   it('reads every variable, and names each bad one', () => {

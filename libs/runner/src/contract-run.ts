@@ -44,7 +44,7 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
 
   let dir: ResultDir;
   try {
-    dir = ResultDir.create();
+    dir = ResultDir.create(spec.resultParent);
   } catch (error) {
     return classifyLaunch({ launched: false, failure: TEXTS.noDirectory(messageOf(error)) });
   }

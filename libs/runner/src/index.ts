@@ -15,4 +15,4 @@ export {
 } from './options.js';
 // The launcher itself, for benchmarks that compare a bare loop of it with a whole cluster.
 export { type Launched, PosixSpawnError, posixSpawn, posixSpawnAvailable } from './posix-spawn.js';
-export { RESULT_DIR_PREFIX } from './result-dir.js';
+export { memoryBacked, RESULT_DIR_PREFIX } from './result-dir.js';

@@ -27,6 +27,8 @@ export const contractRunOptionsSchema = z.object({
   schema: z.unknown().optional(),
   /** A result file larger than this is not read: the launch is `failed` (unreadable, too large). */
   maxResultBytes: z.number().int().min(1).default(DEFAULT_MAX_RESULT_BYTES),
+  /** The directory the private result directory is made in; the runner's TMPDIR when unset. */
+  resultParent: z.string().regex(/^\//, 'an absolute path').optional(),
 });
 
 /** Minimal structured logger (pino's `debug(obj, msg)` fits). */

@@ -1,7 +1,7 @@
 // The spawner with a real sandbox (root, bubblewrap, cgroups: what CI has): launches run in its
 // process, the watchdog it holds fences them by the beats the caller sends, and neither its
 // death nor its close leaves a child behind.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchControl } from '@libos/runner';
@@ -62,6 +62,37 @@ describe('a launch through the spawner', () => {
     expect(Number(uid)).toBeLessThanOrEqual(31_299);
     // bwrap's init, sh, and the command substitution's processes: nothing of the host.
     expect(Number(processes)).toBeLessThan(6);
+  });
+
+  it('a result directory in memory (/dev/shm, as workers make them): the child writes there and sees nothing else of it', async () => {
+    // Another launch's directory beside it, as on a busy worker.
+    const sibling = mkdtempSync('/dev/shm/workflow-result-');
+    writeFileSync(join(sibling, 'result.json'), 'not yours');
+    try {
+      const result = await spawner.run({
+        command: 'sh',
+        args: [
+          '-c',
+          `read -r request; out="$1 $(ls -A /dev/shm | tr '\\n' ,)"; ${RESULT}`,
+          'sh',
+          '{result_file}',
+        ],
+        input: {},
+        kind: 'k',
+        id: 't',
+        deadlineMs: 20_000,
+        resultParent: '/dev/shm',
+        confine: { cwd: work, paths: [], runtime: [], limits: DEFAULT_LIMITS, network: 'host' },
+      });
+      expect(result.terminal.type).toBe('captured');
+      const [path, listed] = String(result.report).split(' ');
+      const own = /^\/dev\/shm\/(workflow-result-[^/]+)\/result\.json$/.exec(path ?? '')?.[1];
+      expect(own).toBeDefined();
+      expect(listed).toBe(`${own},`);
+      expect(existsSync(join('/dev/shm', own!))).toBe(false); // removed after the launch
+    } finally {
+      rmSync(sibling, { recursive: true, force: true });
+    }
   });
 
   it('a launch whose fence passes without a beat is killed by the watchdog; a beaten one runs on', async () => {
