@@ -392,6 +392,7 @@ describe('the filesystem view', () => {
           'echo "listing $4: $(ls -A "$4" | tr \'\\n\' \' \')" >> "$f"',
           'echo "listing .libos: $(ls -A ./.libos | tr \'\\n\' \' \')" >> "$f"',
           'echo "listing /tmp: $(ls -A /tmp | tr \'\\n\' \' \')" >> "$f"',
+          'echo "listing /dev/shm: $(ls -A /dev/shm | tr \'\\n\' \' \')" >> "$f"',
           'echo end >> "$f"',
           DONE,
         ].join('\n'),
@@ -440,17 +441,19 @@ describe('the filesystem view', () => {
         .split(' ')
         .filter((name) => name !== '');
     expect(new Set(listed(fs).filter((name) => name !== 'x'))).toEqual(new Set(['cwd', 'ro-dir', 'rw-dir']));
-    // Its /tmp is its own: its file, the mount points of its workspace and result dir, nothing of
-    // the host's /tmp (where Redis's dir is); and the host's /tmp does not get its file.
+    // Its /tmp is its own: its file, the mount point of its workspace, nothing of the host's /tmp
+    // (where Redis's dir is); and the host's /tmp does not get its file.
     const tmp = listed('/tmp');
     expect(tmp).toContain(hostTmpName);
     expect(tmp).not.toContain(basename(cluster.redis.dir!));
-    // Mount points: the workspace's, the result dir's, and the repository's where it lies under /tmp.
+    // Mount points: the workspace's, and the repository's where it lies under /tmp.
     const mountPoints = new Set([hostTmpName, basename(WORKSPACE)]);
     if (REPO.startsWith('/tmp/')) mountPoints.add(REPO.split('/')[2] ?? '');
-    const others = tmp.filter((name) => !mountPoints.has(name));
-    expect(others).toHaveLength(1);
-    expect(others[0]).toMatch(/^workflow-result-/);
+    expect(tmp.filter((name) => !mountPoints.has(name))).toEqual([]);
+    // Its result directory is in memory (the worker's default, /dev/shm): the one thing there.
+    const shm = listed('/dev/shm');
+    expect(shm).toHaveLength(1);
+    expect(shm[0]).toMatch(/^workflow-result-/);
     expect(existsSync(join('/tmp', hostTmpName))).toBe(false);
     // What it may write reached the host; what it may not did not.
     expect(existsSync(files.path('fs/rw-dir/x'))).toBe(true);
