@@ -180,6 +180,11 @@ async function workerGone(): Promise<void> {
   process.exit(0); // the runner's exit cleanup kills what is left and removes the directories
 }
 
+// Its life is its worker's: it ends when the worker's end of stdin closes (above), never on a
+// termination signal. A service manager stopping the worker's whole group (systemd's default)
+// signals this process too; dying then would kill the launches the worker is letting finish
+// within its shutdown grace, and leave their result directories behind.
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => undefined);
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', lineReader(handle));
 process.stdin.on('end', workerGone);

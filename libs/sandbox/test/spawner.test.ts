@@ -143,6 +143,18 @@ describe('a launch through the spawner', () => {
     expect(result.report).toBe('kept');
   });
 
+  it('a spawner signalled to terminate (a service manager stopping the whole group) lets its launches finish', async () => {
+    let control: LaunchControl | undefined;
+    const running = launch(`sleep 0.5; out=finished; ${RESULT}`, undefined, (c) => {
+      control = c;
+    });
+    await eventually(() => control !== undefined);
+    const pid = spawner.pid ?? 0;
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.kill(pid, signal);
+    expect((await running).report).toBe('finished');
+    expect(spawner.pid).toBe(pid); // the same spawner, not one started in its place
+  });
+
   it('a spawner that dies takes its children with it; their launches fail and another starts', async () => {
     let control: LaunchControl | undefined;
     const running = launch('sleep 30', undefined, (c) => {
