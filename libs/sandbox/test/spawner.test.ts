@@ -35,8 +35,10 @@ function launch(
   script: string,
   fence?: { id: string; deadline: number },
   onSpawn?: (c: LaunchControl) => void,
+  more: { resultParent?: string } = {},
 ) {
   return spawner.run({
+    ...more,
     command: 'sh',
     args: ['-c', `read -r request; ${script}`, 'sh', '{result_file}'],
     input: {},
@@ -69,21 +71,14 @@ describe('a launch through the spawner', () => {
     const sibling = mkdtempSync('/dev/shm/workflow-result-');
     writeFileSync(join(sibling, 'result.json'), 'not yours');
     try {
-      const result = await spawner.run({
-        command: 'sh',
-        args: [
-          '-c',
-          `read -r request; out="$1 $(ls -A /dev/shm | tr '\\n' ,)"; ${RESULT}`,
-          'sh',
-          '{result_file}',
-        ],
-        input: {},
-        kind: 'k',
-        id: 't',
-        deadlineMs: 20_000,
-        resultParent: '/dev/shm',
-        confine: { cwd: work, paths: [], runtime: [], limits: DEFAULT_LIMITS, network: 'host' },
-      });
+      const result = await launch(
+        `out="$1 $(ls -A /dev/shm | tr '\\n' ,)"; ${RESULT}`,
+        undefined,
+        undefined,
+        {
+          resultParent: '/dev/shm',
+        },
+      );
       expect(result.terminal.type).toBe('captured');
       const [path, listed] = String(result.report).split(' ');
       const own = /^\/dev\/shm\/(workflow-result-[^/]+)\/result\.json$/.exec(path ?? '')?.[1];
