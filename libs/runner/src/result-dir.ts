@@ -25,7 +25,7 @@ const TMPFS_MAGIC = 0x01021994;
 /**
  * `dir` when it is a tmpfs this process can write with at least `needBytes` free, else undefined.
  * The result directories are made, written once and removed at every launch: on a disk file
- * system each of those is a journalled metadata change (on the CI VM's ext4 mkdtemp ~60 µs,
+ * system each of those is a journalled metadata change (on a 2-core test VM's ext4 mkdtemp ~60 µs,
  * the child's write ~60 µs and rmdir 100-170 µs idle, about a millisecond under load, all on
  * the launcher's event loop), in memory a few µs each.
  */
