@@ -20,8 +20,9 @@
 // --concurrency N (4 per worker), --fsync always|everysec (default everysec, as deploy/redis.conf),
 // --redis unix|tcp (`up` only; default unix: one host, as `libos up` runs it; tcp: as parts on
 // other hosts reach Redis), --isolation auto|strict|none (default auto: every child in its
-// sandbox; none: to measure what the sandbox costs).
-// Writes bench/results/cluster[-fleet][-isolation-<mode>].json and .md.
+// sandbox; none: to measure what the sandbox costs), --log-level warn|info|debug (`up` only: every
+// part at that level instead of warn, to measure what logging costs; writes cluster-log-<level>.*).
+// Writes bench/results/cluster[-fleet][-isolation-<mode>][-log-<level>].json and .md.
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
@@ -56,6 +57,7 @@ const { values } = parseArgs({
     fsync: { type: 'string', default: 'everysec' },
     redis: { type: 'string' },
     isolation: { type: 'string', default: 'auto' },
+    'log-level': { type: 'string' },
   },
 });
 if (values.shape !== 'up' && values.shape !== 'fleet') throw new Error('--shape is up or fleet');
@@ -82,6 +84,14 @@ const VIA = SHAPE === 'fleet' || values.redis === 'tcp' ? 'tcp' : 'unix';
 // How children are contained: `auto` (the default: a sandbox each, as deployed) or `none`, to
 // measure what the sandbox costs against the same cluster without it.
 const ISOLATION = values.isolation === 'none' ? 'none' : values.isolation === 'strict' ? 'strict' : 'auto';
+// `up` runs every part at warn, as `libos up` does; --log-level measures what another level costs.
+const LOG_LEVELS = ['warn', 'info', 'debug'];
+const LOG_LEVEL = values['log-level'];
+if (LOG_LEVEL !== undefined && (SHAPE !== 'up' || !LOG_LEVELS.includes(LOG_LEVEL))) {
+  throw new Error(`--log-level is ${LOG_LEVELS.join('|')}, for --shape up (a fleet keeps each part's default)`);
+}
+// The workers take it from the harness's E2E_LOG_LEVEL, the coordinator from its own env.
+if (LOG_LEVEL !== undefined) process.env.E2E_LOG_LEVEL = LOG_LEVEL;
 const STAMP = CHILD_SCRIPTS.stamp;
 const CHILD_KINDS: Record<'sh' | 'node', { command: string; args: string[] }> = {
   sh: { command: 'sh', args: [STAMP, '{result_file}'] },
@@ -237,6 +247,7 @@ const cluster = await startBenchCluster({
   via: VIA,
   isolation: ISOLATION,
   logDir: LOGS,
+  ...(LOG_LEVEL === undefined ? {} : { coordinatorEnv: { LIBOS_LOG_LEVEL: LOG_LEVEL } }),
 });
 let meters: Awaited<ReturnType<typeof partMeters>> | undefined;
 try {
@@ -349,7 +360,7 @@ try {
   const shapeText =
     SHAPE === 'fleet'
       ? 'fleet (README "Running a fleet": node apps/cli/bin/libos.js coordinator / worker --pools default, default log levels, Redis over loopback TCP with LIBOS_REDIS_PASSWORD_FILE, LIBOS_ADMIN_TOKEN_FILE)'
-      : `up (as libos up: parts at LIBOS_LOG_LEVEL=warn, Redis over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'})`;
+      : `up (as libos up: parts at LIBOS_LOG_LEVEL=${LOG_LEVEL ?? 'warn'}, Redis over ${VIA === 'unix' ? 'its unix socket' : 'loopback TCP'})`;
   const report = {
     bench: 'cluster',
     date: new Date().toISOString(),
@@ -382,6 +393,7 @@ try {
     'cluster',
     ...(SHAPE === 'fleet' ? ['fleet'] : []),
     ...(ISOLATION === 'auto' ? [] : [`isolation-${ISOLATION}`]),
+    ...(LOG_LEVEL === undefined ? [] : [`log-${LOG_LEVEL}`]),
   ].join('-');
   await writeFile(join(RESULTS, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
   const burstRow = (label: string, one: typeof coldBurst, spent: ReturnType<typeof perChild>) =>
