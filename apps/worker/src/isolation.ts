@@ -50,7 +50,7 @@ export const isolationEnvShape = {
   LIBOS_MAX_RESULT_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_MAX_RESULT_BYTES),
   /**
    * Where each launch's private result directory is made. Unset: /dev/shm when it is a tmpfs
-   * with room for every running child's largest result, else TMPDIR (see `resultParent`).
+   * with room to spare, else TMPDIR (see `resultParent`).
    */
   LIBOS_RESULT_DIR: z.string().regex(/^\//, 'LIBOS_RESULT_DIR must be an absolute path').optional(),
 };
@@ -67,11 +67,19 @@ export interface IsolationConfig {
 
 /** Memory a host's result directories go to when it has room: most Linux hosts mount it (tmpfs). */
 const SHARED_MEMORY = '/dev/shm';
+/**
+ * The room /dev/shm must have: four times the largest results of every running child, and at
+ * least 1 GiB. It is shared (by this worker's children, other workers, other programs) and one
+ * child filling it fails the others' result writes, so a small one (a container's default 64 MiB)
+ * is left alone.
+ */
+const SHARED_MEMORY_MIN_BYTES = 1024 ** 3;
+const SHARED_MEMORY_HEADROOM = 4;
 
 /**
  * Where the launches' result directories go: LIBOS_RESULT_DIR (which must be a directory), else
- * /dev/shm when it is a tmpfs with room for `running` results of the largest size read, else
- * undefined (the runner's TMPDIR). In memory each launch's mkdtemp, result write and rmdir cost
+ * /dev/shm when it is a tmpfs with room (see SHARED_MEMORY_MIN_BYTES) for `running` children,
+ * else undefined (the runner's TMPDIR). In memory each launch's mkdtemp, result write and rmdir cost
  * µs instead of a disk's journalled metadata changes (about a millisecond a launch under load on
  * a 2-core test VM's ext4); a sandboxed child's file counts against its memory limit.
  */
@@ -82,7 +90,8 @@ export function resultParent(config: IsolationConfig, running: number): string |
     }
     return config.resultDir;
   }
-  return memoryBacked(SHARED_MEMORY, running * config.maxResultBytes);
+  const need = Math.max(SHARED_MEMORY_MIN_BYTES, SHARED_MEMORY_HEADROOM * running * config.maxResultBytes);
+  return memoryBacked(SHARED_MEMORY, need);
 }
 
 export function isolationConfig(env: IsolationEnv): IsolationConfig {

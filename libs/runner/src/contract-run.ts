@@ -46,7 +46,13 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
   try {
     dir = ResultDir.create(spec.resultParent);
   } catch (error) {
-    return classifyLaunch({ launched: false, failure: TEXTS.noDirectory(messageOf(error)) });
+    // The preferred place gone or full (a tmpfs): the temp dir, as without one.
+    try {
+      if (spec.resultParent === undefined) throw error;
+      dir = ResultDir.create();
+    } catch {
+      return classifyLaunch({ launched: false, failure: TEXTS.noDirectory(messageOf(error)) });
+    }
   }
   try {
     if (signal?.aborted) throw new ContractRunAbortedError(signal.reason);

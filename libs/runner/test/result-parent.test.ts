@@ -5,7 +5,7 @@ import { readdirSync, statfsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contractRun, memoryBacked, RESULT_DIR_PREFIX } from '../src/index.js';
-import { scratch, sh } from './helpers.js';
+import { scratch, sh, withTmpdir } from './helpers.js';
 
 const TMPFS_MAGIC = 0x01021994;
 let side: Awaited<ReturnType<typeof scratch>>;
@@ -50,6 +50,24 @@ describe('contractRun with resultParent', () => {
     expect(result.terminal).toEqual({ type: 'captured' });
     expect(String(result.report)).toMatch(new RegExp(`^${memory}/${RESULT_DIR_PREFIX}[^/]+/result\\.json$`));
     expect(readdirSync(memory)).toEqual([]);
+  });
+
+  it('falls back to TMPDIR when the directory cannot be made there (gone, or full)', async () => {
+    const tmp = side.file('tmp');
+    execFileSync('mkdir', [tmp]);
+    const result = await withTmpdir(tmp, () =>
+      contractRun({
+        ...sh(
+          `read -r request; printf '{"version":1,"request_id":"rp","status":"completed","output":"%s"}' "$1" > "$1"`,
+        ),
+        input: {},
+        kind: 'probe',
+        id: 'rp',
+        resultParent: side.file('no-such-dir'),
+      }),
+    );
+    expect(result.terminal).toEqual({ type: 'captured' });
+    expect(String(result.report)).toMatch(new RegExp(`^${tmp}/${RESULT_DIR_PREFIX}[^/]+/result\\.json$`));
   });
 
   it('refuses a relative one as invalid options', async () => {
