@@ -127,7 +127,7 @@ export class Reaper {
         // (or trimmed) job too. Read again after the job, a row still runnable is really lost.
         // (One gone, deleted after its retention period, or unreadable now is left to a later sweep.)
         const row = await this.kernel.admin.getProcess(launch.pid).catch(() => undefined);
-        if (row?.status !== 'runnable') continue;
+        if (row?.status !== 'runnable' || row.attempt !== launch.attempt) continue;
         // A finished job's id, still taken, would block the same id being enqueued again.
         if (job !== undefined) {
           // One job that will not go must not stop the sweep of the rows after it.

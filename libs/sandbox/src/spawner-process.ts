@@ -182,8 +182,8 @@ async function workerGone(): Promise<void> {
 
 // Its life is its worker's: it ends when the worker's end of stdin closes (above), never on a
 // termination signal. A service manager stopping the worker's whole group (systemd's default)
-// signals this process too; dying then would kill the launches the worker is letting finish
-// within its shutdown grace, and leave their result directories behind.
+// signals this process too: dying then, it would skip its ending (above) and leave the result
+// directories of the launches in flight behind, while the worker goes on reporting them.
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => undefined);
 process.stdin.setEncoding('utf8');
 process.stdin.on('data', lineReader(handle));
