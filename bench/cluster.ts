@@ -88,7 +88,9 @@ const ISOLATION = values.isolation === 'none' ? 'none' : values.isolation === 's
 const LOG_LEVELS = ['warn', 'info', 'debug'];
 const LOG_LEVEL = values['log-level'];
 if (LOG_LEVEL !== undefined && (SHAPE !== 'up' || !LOG_LEVELS.includes(LOG_LEVEL))) {
-  throw new Error(`--log-level is ${LOG_LEVELS.join('|')}, for --shape up (a fleet keeps each part's default)`);
+  throw new Error(
+    `--log-level is ${LOG_LEVELS.join('|')}, for --shape up (a fleet keeps each part's default)`,
+  );
 }
 // The workers take it from the harness's E2E_LOG_LEVEL, the coordinator from its own env.
 if (LOG_LEVEL !== undefined) process.env.E2E_LOG_LEVEL = LOG_LEVEL;

@@ -1,5 +1,5 @@
 // What the benchmarks read of other processes, from /proc (Linux): CPU time and resident memory.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 
 /** /proc/<pid>/stat's fields after the command name (field 3 onwards), or undefined once gone. */
 function statFields(pid: number): string[] | undefined {
@@ -82,4 +82,39 @@ export function resetPeakRss(pid: number | undefined): void {
   } catch {
     // Not ours to reset: the peak is then since the process started.
   }
+}
+
+/**
+ * The local ports of a process's TCP sockets (IPv4 and IPv6): its descriptors' socket inodes
+ * matched against /proc/net/tcp{,6}. A Redis client's address in CLIENT LIST or MONITOR is
+ * `<ip>:<one of these>`.
+ */
+export function tcpPorts(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+        if (inode) inodes.add(inode);
+      } catch {}
+    }
+  } catch {
+    return new Set();
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      const local = fields[1];
+      if (local && inodes.has(fields[9] ?? '')) ports.add(Number.parseInt(local.split(':')[1] ?? '', 16));
+    }
+  }
+  return ports;
 }

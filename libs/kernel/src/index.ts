@@ -32,6 +32,7 @@ export {
   type SweepOptions,
   type SweepReport,
 } from './retention.js';
+export { scriptNames } from './scripts.js';
 export { hashSecret, mintToken, parseToken } from './tokens.js';
 export { type WakeEvent, WakeHub, type WakeListener, type WakeTopic } from './wake-hub.js';
 export type { ClaimOptions, Recovery, WorkerOps } from './worker-ops.js';

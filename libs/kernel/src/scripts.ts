@@ -148,6 +148,18 @@ export const TERMINATING_SCRIPTS: ReadonlySet<TreeScript> = new Set(
   TREE_SCRIPTS.filter((name) => needsOf(luaSource(name)).has('terminal')),
 );
 
+function sha1(lua: string): string {
+  return createHash('sha1').update(lua).digest('hex');
+}
+
+/**
+ * Each script's name by the SHA-1 EVALSHA runs it by: what SLOWLOG, MONITOR and `SCRIPT` show of
+ * the kernel's calls, named (`bench/redis-calls.ts` reads MONITOR with it).
+ */
+export function scriptNames(): ReadonlyMap<string, string> {
+  return new Map([...sources()].map(([name, lua]) => [sha1(lua), name]));
+}
+
 /** ioredis's reply when the server does not hold a script (a new connection's server, a restart, a failover). */
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
@@ -177,7 +189,7 @@ export class Scripts {
   ) {
     this.replicas = replication && replication.replicas > 0 ? new ReplicaWait(redis, replication) : undefined;
     for (const [name, lua] of sources()) {
-      this.scripts.set(name, { lua, sha: createHash('sha1').update(lua).digest('hex') });
+      this.scripts.set(name, { lua, sha: sha1(lua) });
     }
   }
 
