@@ -18,11 +18,19 @@ import { planLaunch } from './launch-plan.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { isTransient, reportCompletion, withRetry } from './report.js';
 
-/** What a launch job's processing returns (BullMQ keeps it as the job's return value). */
+/**
+ * What a launch job's processing returns (BullMQ keeps it as the job's return value, which Bull
+ * Board shows): after a claim, the board's view of the launch (`LaunchProgress`'s fields).
+ */
 export interface AttemptSummary {
   pid: string;
   attempt: number;
   claimed: boolean;
+  /** The process's goal (cut, as in the progress) and image, once claimed. */
+  goal?: string;
+  image?: string;
+  /** The outcome's type and reason, once the kernel took the completion. */
+  outcome?: LaunchProgress['outcome'];
   /** Why the claim was refused (`not_runnable`, `superseded`, ...): the job ends quietly. */
   refused?: string;
   /** The contract terminal of the child. */
@@ -150,18 +158,20 @@ export async function runAttempt(
       const completion = await runChild(claimed, minted.token, signals, ctx, log, fence);
       reporting = true;
       const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
+      let outcome: LaunchProgress['outcome'];
       if (done) {
         // a kill's reason is the signal's, which the kernel holds: the failed job's reason says it
         const reason = done.status === 'killed' ? undefined : completion.terminal.reason;
         const type = done.status === 'killed' ? 'killed' : outcomeTypeOfTerminal(completion.terminal.type);
-        progress({ ...shown, status: done.status, outcome: { type, ...(reason ? { reason } : {}) } });
+        outcome = { type, ...(reason ? { reason } : {}) };
+        progress({ ...shown, status: done.status, outcome });
       }
       return {
-        pid,
-        attempt,
+        ...shown,
         claimed: true,
         terminal: completion.terminal.type,
         status: done?.status ?? null,
+        ...(outcome ? { outcome } : {}),
       };
     } finally {
       lease.stop();

@@ -11,7 +11,7 @@ import { DEFAULT_FLUSH_MS } from './child-log.js';
 import type { ChildSignals } from './child-signals.js';
 import type { WorkerConfig } from './config.js';
 import { resultParent } from './isolation.js';
-import { endedJobError, ProcessEnded } from './job-report.js';
+import { endedJobError, LaunchBoard, ProcessEnded } from './job-report.js';
 import { createWorkerMetrics, startOpsServer } from './ops-server.js';
 import { type AttemptContext, type AttemptSummary, runAttempt } from './run-attempt.js';
 import { StrayDrain } from './stray-drain.js';
@@ -142,11 +142,17 @@ export async function startWorker(
     }
     const { pid } = parsed.data;
     // Progress is for the board: never awaited on the child's path, and its loss is harmless.
-    const summary = await runAttempt(parsed.data, context, (update) => {
+    const board = new LaunchBoard((update) => {
       job.updateProgress({ ...update }).catch((error: unknown) => {
         log.debug({ pid, err: String(error) }, 'job progress not recorded');
       });
     });
+    let summary: AttemptSummary;
+    try {
+      summary = await runAttempt(parsed.data, context, board.update);
+    } finally {
+      board.close();
+    }
     // A process that ended failed or killed is a failed job, with the outcome's reason.
     if (summary.status === 'failed' || summary.status === 'killed' || summary.refused === 'not_runnable') {
       const view = await kernel.admin.getProcess(pid).catch(() => undefined);

@@ -1,6 +1,8 @@
+import { writeFile } from 'node:fs/promises';
 import { shChildLaunch } from '@libos/examples';
 import { launchJobId } from '@libos/protocol';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROGRESS_AFTER_MS } from '../src/job-report.js';
 import {
   completed,
   eventually,
@@ -66,6 +68,40 @@ describe('a launch', () => {
       usage: { prompt_tokens: 0, completion_tokens: 0 },
     });
     expect(done.outcome?.usage?.wall_ms).toBeGreaterThanOrEqual(0);
+  });
+
+  it('shows on the board as the job’s progress once it has run a second, and its progress ends with its status', async () => {
+    const go = files.file('go');
+    const waiter = await image(
+      h,
+      sh(`read -r request; ${REQUEST_ID}; while [ ! -e "$2" ]; do sleep 0.05; done; ${completed('1')}`, go),
+    );
+    const parent = await root(h);
+    const spawnedAt = performance.now();
+    const child = await spawn(h, parent, waiter);
+    const id = launchJobId(child, 1);
+    const running = await eventually(async () => {
+      const progress = (await h.queue().getJob(id))?.progress;
+      return typeof progress === 'object' ? progress : undefined;
+    });
+    // written by the timer, a second after the claim (which came after the spawn), not at it
+    expect(performance.now() - spawnedAt).toBeGreaterThanOrEqual(PROGRESS_AFTER_MS);
+    expect(running).toEqual({
+      pid: child,
+      attempt: 1,
+      goal: 'test child',
+      image: waiter,
+      status: 'running',
+    });
+    await writeFile(go, '');
+    expect((await waitChild(h, parent, child)).status).toBe('exited');
+    const job = await eventually(async () => {
+      const found = await h.queue().getJob(id);
+      return found?.returnvalue ? found : undefined;
+    });
+    // it does not stay `running` on the board
+    expect(job.progress).toEqual({ ...running, status: 'exited', outcome: { type: 'completed' } });
+    expect(job.returnvalue).toMatchObject({ status: 'exited', outcome: { type: 'completed' } });
   });
 
   it('charges the reported usage and the measured wall time to the budget', async () => {
@@ -242,7 +278,18 @@ describe('at most once', () => {
     }
     expect(await readLines(runs)).toEqual([`${child}:1`]);
     const first = await h.queue().getJob(launchJobId(child, 1));
-    expect(first?.returnvalue).toMatchObject({ claimed: true, terminal: 'captured', status: 'exited' });
+    // a launch shorter than a second writes no progress: its return value is the board's view
+    expect(first?.returnvalue).toEqual({
+      pid: child,
+      attempt: 1,
+      goal: 'test child',
+      image: once,
+      claimed: true,
+      terminal: 'captured',
+      status: 'exited',
+      outcome: { type: 'completed' },
+    });
+    expect(first?.progress).toBe(0); // BullMQ's own, never written
     expect(first?.data).toEqual({ pid: child, attempt: 1 }); // nothing a queue reader could act with
   });
 });
