@@ -393,6 +393,7 @@ describe('the filesystem view', () => {
           'echo "listing .libos: $(ls -A ./.libos | tr \'\\n\' \' \')" >> "$f"',
           'echo "listing /tmp: $(ls -A /tmp | tr \'\\n\' \' \')" >> "$f"',
           'echo "listing /dev/shm: $(ls -A /dev/shm | tr \'\\n\' \' \')" >> "$f"',
+          'echo "listing home: $(ls -A "$(dirname "$(dirname "$1")")" | tr \'\\n\' \' \')" >> "$f"',
           'echo end >> "$f"',
           DONE,
         ].join('\n'),
@@ -450,10 +451,14 @@ describe('the filesystem view', () => {
     const mountPoints = new Set([hostTmpName, basename(WORKSPACE)]);
     if (REPO.startsWith('/tmp/')) mountPoints.add(REPO.split('/')[2] ?? '');
     expect(tmp.filter((name) => !mountPoints.has(name))).toEqual([]);
-    // Its result directory is in memory (the worker's default, /dev/shm): the one thing there.
+    // Its result directory is in memory (the worker's default, /dev/shm), in its spawner's home
+    // there: the one thing there, holding nothing but its own directory.
     const shm = listed('/dev/shm');
     expect(shm).toHaveLength(1);
-    expect(shm[0]).toMatch(/^workflow-result-/);
+    expect(shm[0]).toMatch(/^libos-spawner-/);
+    const home = listed('home');
+    expect(home).toHaveLength(1);
+    expect(home[0]).toMatch(/^workflow-result-/);
     expect(existsSync(join('/tmp', hostTmpName))).toBe(false);
     // What it may write reached the host; what it may not did not.
     expect(existsSync(files.path('fs/rw-dir/x'))).toBe(true);
@@ -638,7 +643,7 @@ describe('a child filling its result directory', () => {
     // The tmpfs pages count against the sandbox's memory: the cgroup's OOM kill ends it.
     expect(waited.outcome?.reason).toBe('the child exited 137 without writing a result');
     const [path] = await files.lines('filler');
-    expect(path).toMatch(/^\/dev\/shm\/workflow-result-[^/]+\/result\.json$/);
+    expect(path).toMatch(/^\/dev\/shm\/libos-spawner-[^/]+\/workflow-result-[^/]+\/result\.json$/);
     // Removed after the launch: by a recursive rm in the background, as it holds more than a result.
     await eventually(() => (existsSync(dirname(path!)) ? undefined : true), {
       withinMs: 10_000,

@@ -1,6 +1,7 @@
 export { bwrapArgs, isInside, type Mount, type SandboxView } from './bwrap.js';
 export { CgroupHost, type CgroupSupport, ChildCgroup, cgroupJoinsWait } from './cgroups.js';
 export { DEFAULT_LIMITS, rlimitArgs, type SandboxLimits } from './limits.js';
+export { RESULT_HOME_PREFIX, ResultHomes } from './result-homes.js';
 export {
   ChildSandbox,
   type ConfineRequest,

@@ -6,7 +6,7 @@
 // argv[2]; speaks `spawner-protocol.ts` on stdin/stdout. stdin's EOF (the worker died or closed)
 // kills every launch and ends it.
 import { tmpdir } from 'node:os';
-import { classifyLaunch } from '@libos/contract';
+import { classifyLaunch, RESULT_FILE_PLACEHOLDER } from '@libos/contract';
 import {
   ContractRunAbortedError,
   type ContractRunOptions,
@@ -14,6 +14,7 @@ import {
   type LaunchControl,
 } from '@libos/runner';
 import { closeInheritedFds } from './inherited-fds.js';
+import { ResultHomes } from './result-homes.js';
 import { Sandbox, type SandboxSettings } from './sandbox.js';
 import { lineReader, type RunRequest, type SpawnerEvent, type SpawnerRequest } from './spawner-protocol.js';
 import { monotonicMs, Watchdog } from './watchdog.js';
@@ -34,6 +35,7 @@ interface Run {
 closeInheritedFds();
 
 const runs = new Map<number, Run>();
+const homes = new ResultHomes();
 const settings = JSON.parse(process.argv[2] ?? '{}') as SandboxSettings;
 let sandbox: Sandbox;
 try {
@@ -94,6 +96,9 @@ function run(request: RunRequest): void {
     const options: ContractRunOptions & { stdout?: (chunk: Uint8Array) => void } = {
       ...request.launch,
       input: request.launch.input,
+      // In this spawner's home in the parent asked for (else the caller's temp dir): see
+      // ResultHomes. Without one (none can be made there), as asked: the runner falls back or fails.
+      resultParent: resultHome(request) ?? request.launch.resultParent,
       signal: entry.abort.signal,
       stderr:
         request.stderr === 'tap'
@@ -147,6 +152,15 @@ function run(request: RunRequest): void {
       disarm();
       runs.delete(id);
     });
+}
+
+/**
+ * This spawner's home for the launch's result directory; none for a launch the runner refuses for
+ * its argv (it makes nothing), nor where no home can be made.
+ */
+function resultHome(request: RunRequest): string | undefined {
+  if (!request.launch.args.some((arg) => arg.includes(RESULT_FILE_PLACEHOLDER))) return undefined;
+  return homes.homeIn(request.launch.resultParent ?? request.tmpdir ?? tmpdir());
 }
 
 function handle(line: string): void {

@@ -21,7 +21,7 @@ export interface RunRequest {
   stdout: boolean;
   /** Send the runner's debug lines back as `log` events. */
   log: boolean;
-  /** Where the private result directory goes, when not the spawner's own temp dir. */
+  /** The caller's temp dir, when not the spawner's: the result parent of a launch that names none. */
   tmpdir?: string;
 }
 

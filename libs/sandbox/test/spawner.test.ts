@@ -71,20 +71,22 @@ describe('a launch through the spawner', () => {
     const sibling = mkdtempSync('/dev/shm/workflow-result-');
     writeFileSync(join(sibling, 'result.json'), 'not yours');
     try {
+      const homeOfChild = '$(dirname "$(dirname "$1")")';
       const result = await launch(
-        `out="$1 $(ls -A /dev/shm | tr '\\n' ,)"; ${RESULT}`,
+        `out="$1 $(ls -A /dev/shm | tr '\\n' ,) $(ls -A ${homeOfChild} | tr '\\n' ,)"; ${RESULT}`,
         undefined,
         undefined,
-        {
-          resultParent: '/dev/shm',
-        },
+        { resultParent: '/dev/shm' },
       );
       expect(result.terminal.type).toBe('captured');
-      const [path, listed] = String(result.report).split(' ');
-      const own = /^\/dev\/shm\/(workflow-result-[^/]+)\/result\.json$/.exec(path ?? '')?.[1];
+      const [path, inShm, inHome] = String(result.report).split(' ');
+      // In the spawner's home there (see ResultHomes): the home and its own directory, nothing else.
+      const [, home, own] =
+        /^\/dev\/shm\/(libos-spawner-[^/]+)\/(workflow-result-[^/]+)\/result\.json$/.exec(path ?? '') ?? [];
       expect(own).toBeDefined();
-      expect(listed).toBe(`${own},`);
-      expect(existsSync(join('/dev/shm', own!))).toBe(false); // removed after the launch
+      expect(inShm).toBe(`${home},`);
+      expect(inHome).toBe(`${own},`);
+      expect(existsSync(join('/dev/shm', home!, own!))).toBe(false); // removed after the launch
     } finally {
       rmSync(sibling, { recursive: true, force: true });
     }
