@@ -86,8 +86,8 @@ export function resetPeakRss(pid: number | undefined): void {
 
 /**
  * The local ports of a process's TCP sockets (IPv4 and IPv6): its descriptors' socket inodes
- * matched against /proc/net/tcp{,6}. A Redis client's address in CLIENT LIST or MONITOR is
- * `<ip>:<one of these>`.
+ * matched against its network namespace's /proc/<pid>/net/tcp{,6}. A Redis client's address in
+ * CLIENT LIST or MONITOR is `<ip>:<one of these>`.
  */
 export function tcpPorts(pid: number): Set<number> {
   const inodes = new Set<string>();
@@ -103,7 +103,7 @@ export function tcpPorts(pid: number): Set<number> {
     return new Set();
   }
   const ports = new Set<number>();
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+  for (const table of [`/proc/${pid}/net/tcp`, `/proc/${pid}/net/tcp6`]) {
     let text = '';
     try {
       text = readFileSync(table, 'utf8');

@@ -6,6 +6,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  renameSync,
   rmSync,
 } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -48,54 +49,80 @@ function flock(): Flock | null {
  * namespaces (containers sharing the parent) and pid reuse.
  */
 export class ResultHomes {
-  readonly #homes = new Map<string, string | undefined>();
+  readonly #homes = new Map<string, string>();
   readonly #locks: number[] = [];
-  #swept: Promise<void>[] = [];
-  #closeAtExit = false;
+  readonly #sweeps = new Map<string, Promise<void>>();
 
-  /** This spawner's home in `parent`, made (and the parent swept) on first use; undefined where none can be. */
+  constructor() {
+    // The spawner's ending (its process.exit) removes its homes.
+    process.once('exit', () => this.close());
+  }
+
+  /** This spawner's home in `parent`, made on first use; undefined while none can be made there. */
   homeIn(parent: string): string | undefined {
-    if (this.#homes.has(parent)) return this.#homes.get(parent);
+    const known = this.#homes.get(parent);
+    if (known !== undefined) return known;
     const lock = flock();
-    let home: string | undefined;
-    if (lock) {
-      try {
-        home = mkdtempSync(join(parent, RESULT_HOME_PREFIX));
-        // bwrap run as a child's own uid (no root) must reach that child's directory inside.
-        chmodSync(home, 0o711);
-        const fd = openSync(
-          join(home, LOCK_FILE),
-          constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL,
-          0o600,
-        );
-        lock(fd, LOCK_EX | LOCK_NB);
-        this.#locks.push(fd);
-        if (!this.#closeAtExit) process.once('exit', () => this.close());
-        this.#closeAtExit = true;
-        this.#swept.push(sweep(parent, home, lock));
-      } catch {
-        home = undefined; // the parent gone, full or not ours to write: the launch's own fallback decides
-      }
-    }
-    this.#homes.set(parent, home);
-    return home;
+    if (!lock) return undefined;
+    // Swept once, whether or not a home can be made now: a parent full of what gone spawners
+    // left is the very case this is for.
+    if (!this.#sweeps.has(parent)) this.#sweeps.set(parent, sweep(parent, lock));
+    const home = makeHome(parent, lock);
+    if (!home) return undefined; // gone, full, not ours to write: the launch's own fallback decides
+    this.#homes.set(parent, home.path);
+    this.#locks.push(home.fd);
+    return home.path;
   }
 
   /** Resolves once every sweep started so far has ended (for tests). */
   async swept(): Promise<void> {
-    await Promise.all(this.#swept);
+    await Promise.all(this.#sweeps.values());
   }
 
-  /** Removes this spawner's homes (synchronously: it runs at exit) and lets their locks go. */
+  /**
+   * Removes this spawner's homes and lets their locks go. Synchronous, and it never throws: it
+   * runs at exit, before the runner's own exit cleanup (which kills what is left).
+   */
   close(): void {
-    for (const home of this.#homes.values()) if (home) rmSync(home, { recursive: true, force: true });
-    for (const fd of this.#locks.splice(0)) closeSync(fd);
+    for (const home of this.#homes.values()) removeQuietly(home);
+    for (const fd of this.#locks.splice(0)) {
+      try {
+        closeSync(fd);
+      } catch {}
+    }
     this.#homes.clear();
   }
 }
 
+/** A new home in `parent`, its lock held, or undefined (and nothing left behind). */
+function makeHome(parent: string, lock: Flock): { path: string; fd: number } | undefined {
+  let path: string | undefined;
+  let fd: number | undefined;
+  try {
+    path = mkdtempSync(join(parent, RESULT_HOME_PREFIX));
+    // Launches run as uids of their own pass through it to their directory.
+    chmodSync(path, 0o711);
+    // Locked before it is named `.lock`, so a sweep never finds this home's lock free.
+    const making = join(path, `${LOCK_FILE}-making`);
+    fd = openSync(making, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+    if (lock(fd, LOCK_EX | LOCK_NB) !== 0) throw new Error('flock refused');
+    renameSync(making, join(path, LOCK_FILE));
+    return { path, fd };
+  } catch {
+    if (fd !== undefined) closeSync(fd);
+    if (path !== undefined) removeQuietly(path);
+    return undefined;
+  }
+}
+
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {}
+}
+
 /** Removes the homes in `parent` whose spawner is gone: those whose lock this process can take. */
-async function sweep(parent: string, own: string, lock: Flock): Promise<void> {
+async function sweep(parent: string, lock: Flock): Promise<void> {
   let names: string[];
   try {
     names = readdirSync(parent);
@@ -105,14 +132,17 @@ async function sweep(parent: string, own: string, lock: Flock): Promise<void> {
   const uid = process.getuid?.();
   for (const name of names) {
     const home = join(parent, name);
-    if (!name.startsWith(RESULT_HOME_PREFIX) || home === own) continue;
+    if (!name.startsWith(RESULT_HOME_PREFIX)) continue;
     let fd: number | undefined;
     try {
       // Only a real directory made by this uid: a parent such as /dev/shm is anyone's to write.
       const stat = lstatSync(home);
       if (!stat.isDirectory() || stat.uid !== uid) continue;
       try {
-        fd = openSync(join(home, LOCK_FILE), constants.O_RDONLY | constants.O_NOFOLLOW);
+        fd = openSync(
+          join(home, LOCK_FILE),
+          constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+        );
       } catch (error) {
         const halfMade =
           (error as NodeJS.ErrnoException).code === 'ENOENT' && Date.now() - stat.mtimeMs > HALF_MADE_MS;
