@@ -91,7 +91,12 @@ describe('posixSpawn', () => {
     const file = join(dir, 'passed');
     writeFileSync(file, '');
     const fd = openSync(file, 'r');
-    const script = 'echo $(ls /proc/$$/fd); readlink /proc/$$/fd/3 /proc/$$/fd/4';
+    // The shell lists its own descriptors with a glob (its directory's descriptor among them, the
+    // same in both runs), not `$(ls …)`: a command substitution's pipe end is closed in the shell
+    // only after its fork, so `ls` saw it there or not, at random.
+    const script =
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell's parameter expansion
+      'out=; for f in /proc/$$/fd/*; do out="$out ${f##*/}"; done; echo $out; readlink /proc/$$/fd/3 /proc/$$/fd/4';
     try {
       // Our fd 1 becomes the child's fd 4: a plan that dup2'd in place would hand it the stdout
       // pipe, which by then occupies fd 1.
