@@ -55,6 +55,12 @@ export interface KernelLimits {
    */
   indexBatchMs: number;
   /**
+   * Records one index script call writes at most; a bigger batch goes in several calls. Each
+   * record is a few commands (about 12–22 µs of Redis on a 2-core VM, `bench/kernel-scripts.ts`):
+   * unbounded, a batch of 1,000 records held Redis 22 ms in one call.
+   */
+  indexBatchMax: number;
+  /**
    * How long a terminal process is kept after its end (once nothing can still ask for it) before
    * the retention sweep deletes it; a root may set its tree's own at creation.
    */
@@ -95,6 +101,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   imageCacheMs: 1_000,
   wakeLingerMs: 10_000,
   indexBatchMs: 20,
+  indexBatchMax: 128,
   retentionMs: 7 * 24 * 3600 * 1000,
   gcBatch: 100,
   gcCost: 500,
@@ -202,6 +209,7 @@ export class KernelCore {
       this.keys,
       options.onError ?? (() => {}),
       this.limits.indexBatchMs,
+      this.limits.indexBatchMax,
     );
     this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
     this.retention = new Retention(this, options.onError ?? (() => {}));

@@ -27,6 +27,8 @@ export class IndexWriter {
     private readonly keys: Keys,
     private readonly onError: (error: unknown) => void,
     private readonly batchMs: number,
+    /** Records one script call writes at most, so no call holds Redis long. */
+    private readonly batchMax: number,
   ) {}
 
   push(records: readonly IndexRecord[]): void {
@@ -63,20 +65,24 @@ export class IndexWriter {
     const batches = this.batches;
     this.batches = new Map();
     for (const [shard, batch] of batches) {
-      const done = this.scripts
-        .index(
-          this.keys.indexGen(shard),
-          this.keys.index(shard),
-          batch.records,
-          Object.fromEntries(batch.counts),
-        )
-        .catch((error: unknown) => {
-          this.failures += 1;
-          this.onError(error);
-        })
-        .finally(() => this.inflight.delete(done));
-      this.inflight.add(done);
+      // In calls of at most batchMax records, sent together (one connection keeps their order);
+      // the counts go with the first. Records carry their generation, so their order is not needed.
+      for (let start = 0; start === 0 || start < batch.records.length; start += this.batchMax) {
+        const counts = start === 0 ? Object.fromEntries(batch.counts) : {};
+        this.write(shard, batch.records.slice(start, start + this.batchMax), counts);
+      }
     }
+  }
+
+  private write(shard: number, records: IndexRecord[], counts: Record<string, number>): void {
+    const done = this.scripts
+      .index(this.keys.indexGen(shard), this.keys.index(shard), records, counts)
+      .catch((error: unknown) => {
+        this.failures += 1;
+        this.onError(error);
+      })
+      .finally(() => this.inflight.delete(done));
+    this.inflight.add(done);
   }
 
   /** Resolves when every record pushed so far has been written (or has failed). */

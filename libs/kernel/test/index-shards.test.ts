@@ -1,7 +1,7 @@
 import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
-import { ALL_INDEX_SHARDS, INDEX_SHARDS, KernelError, mintToken } from '../src/index.js';
-import { listPages, refusal, root, useKernel, wipeIndex } from './helpers.js';
+import { ALL_INDEX_SHARDS, INDEX_SHARDS, Kernel, KernelError, mintToken } from '../src/index.js';
+import { listPages, recordCommands, refusal, root, useKernel, wipeIndex } from './helpers.js';
 
 // The derived index in shards: a tree's records in its root's shard, listings merged over the
 // shards, counts summed, repair per shard; reapers sharing the shards.
@@ -29,6 +29,35 @@ function newestFirst(views: ProcessView[]): string[] {
 const listAll = (query: ListProcessesInput) => listPages(env, query);
 
 describe('the index shards', () => {
+  it('writes a big batch in script calls of at most limits.indexBatchMax records, every record written', async () => {
+    // A kernel over the same Redis and keys whose calls take 16 records at most.
+    const small = new Kernel({
+      redis: env.redis,
+      keyPrefix: env.prefix,
+      limits: { indexBatchMax: 16 },
+      onLaunch: () => {},
+    });
+    try {
+      const parent = await root(env, { resource_budget: { children: 50 } });
+      await k().flushIndex();
+      const entries = Array.from({ length: 40 }, (_, i) => ({ goal: `child ${i}` }));
+      const { children } = await small.tools.spawn_children({ pid: parent.pid }, { children: entries });
+      const recorded = recordCommands(env.redis);
+      try {
+        await small.flushIndex();
+      } finally {
+        recorded.stop();
+      }
+      // 40 records (the children, runnable): 16 + 16 + 8
+      expect(recorded.sent.filter((name) => name === 'evalsha')).toHaveLength(3);
+      const shard = k().keys.indexShardOf(parent.pid);
+      for (const child of children)
+        expect(await env.redis.hexists(k().keys.indexGen(shard), child.pid)).toBe(1);
+    } finally {
+      await small.close();
+    }
+  });
+
   it("puts a tree's records in its root's shard, trees in different shards", async () => {
     const roots = await rootsOverShards(6, 3);
     const children = await Promise.all(
