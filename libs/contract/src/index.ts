@@ -1,6 +1,6 @@
 export { writeResultAtomic } from './atomic-write.js';
 export { type ChildArgv, parseChildArgv } from './child-argv.js';
-export { RESULT_FILE_PLACEHOLDER } from './placeholder.js';
+export { namesResultFile, RESULT_FILE_PLACEHOLDER } from './placeholder.js';
 export {
   type ContractRequest,
   contractRequestSchema,

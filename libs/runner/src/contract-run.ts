@@ -2,6 +2,7 @@ import {
   type ContractRunResult,
   classifyLaunch,
   encodeRequestLine,
+  namesResultFile,
   RESULT_FILE_PLACEHOLDER,
   TEXTS,
 } from '@libos/contract';
@@ -37,7 +38,7 @@ export async function contractRun(options: ContractRunOptions): Promise<Contract
   const parsed = contractRunOptionsSchema.safeParse(data);
   if (!parsed.success) throw new TypeError(`contractRun: invalid options: ${parsed.error.message}`);
   const spec = parsed.data;
-  if (!spec.args.some((arg) => arg.includes(RESULT_FILE_PLACEHOLDER))) {
+  if (!namesResultFile(spec.args)) {
     return classifyLaunch({ launched: false, failure: TEXTS.argvLacksPlaceholder });
   }
   if (signal?.aborted) throw new ContractRunAbortedError(signal.reason);

@@ -6,7 +6,7 @@
 // argv[2]; speaks `spawner-protocol.ts` on stdin/stdout. stdin's EOF (the worker died or closed)
 // kills every launch and ends it.
 import { tmpdir } from 'node:os';
-import { classifyLaunch, RESULT_FILE_PLACEHOLDER } from '@libos/contract';
+import { classifyLaunch, namesResultFile } from '@libos/contract';
 import {
   ContractRunAbortedError,
   type ContractRunOptions,
@@ -159,7 +159,7 @@ function run(request: RunRequest): void {
  * its argv (it makes nothing), nor where no home can be made.
  */
 function resultHome(request: RunRequest): string | undefined {
-  if (!request.launch.args.some((arg) => arg.includes(RESULT_FILE_PLACEHOLDER))) return undefined;
+  if (!namesResultFile(request.launch.args)) return undefined;
   return homes.homeIn(request.launch.resultParent ?? request.tmpdir ?? tmpdir());
 }
 
