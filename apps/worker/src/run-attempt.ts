@@ -29,13 +29,16 @@ export interface AttemptSummary {
   /** The process's goal (cut, as in the progress) and image, once claimed. */
   goal?: string;
   image?: string;
-  /** The outcome's type and reason, once the kernel took the completion. */
+  /** The outcome's type and reason, once the process has one. */
   outcome?: LaunchProgress['outcome'];
   /** Why the claim was refused (`not_runnable`, `superseded`, ...): the job ends quietly. */
   refused?: string;
   /** The contract terminal of the child. */
   terminal?: Completion['terminal']['type'];
-  /** The process's status after the completion; null when the kernel refused or never answered. */
+  /**
+   * The process's status after the completion: from the kernel's answer, or read from the kernel
+   * when that answer was lost or a refusal; null when neither could be had.
+   */
   status?: ProcessStatus | null;
 }
 
@@ -158,20 +161,25 @@ export async function runAttempt(
       const completion = await runChild(claimed, minted.token, signals, ctx, log, fence);
       reporting = true;
       const done = await reportCompletion(ctx.kernel, ids, completion, { leaseMs: ctx.leaseMs, log });
-      let outcome: LaunchProgress['outcome'];
+      let ended: Pick<LaunchProgress, 'status' | 'outcome'> | undefined;
       if (done) {
         // a kill's reason is the signal's, which the kernel holds: the failed job's reason says it
         const reason = done.status === 'killed' ? undefined : completion.terminal.reason;
         const type = done.status === 'killed' ? 'killed' : outcomeTypeOfTerminal(completion.terminal.type);
-        outcome = { type, ...(reason ? { reason } : {}) };
-        progress({ ...shown, status: done.status, outcome });
+        ended = { status: done.status, outcome: { type, ...(reason ? { reason } : {}) } };
+      } else {
+        // The kernel took the completion but its answer was lost, or it refused it (the attempt
+        // was superseded): the board shows the process as the kernel holds it, so a failed
+        // process is still a failed job and a card never stays `running`.
+        ended = await processEnding(ctx.kernel, pid);
       }
+      if (ended) progress({ ...shown, ...ended });
       return {
         ...shown,
         claimed: true,
         terminal: completion.terminal.type,
-        status: done?.status ?? null,
-        ...(outcome ? { outcome } : {}),
+        status: ended?.status ?? null,
+        ...(ended?.outcome ? { outcome: ended.outcome } : {}),
       };
     } finally {
       lease.stop();
@@ -180,6 +188,22 @@ export async function runAttempt(
   } finally {
     release();
   }
+}
+
+/** The process's status and outcome as the kernel holds them; undefined when it cannot be read. */
+async function processEnding(
+  kernel: Kernel,
+  pid: string,
+): Promise<Pick<LaunchProgress, 'status' | 'outcome'> | undefined> {
+  const view = await kernel.admin.getProcess(pid).catch(() => undefined);
+  if (!view) return undefined;
+  const { outcome } = view;
+  return {
+    status: view.status,
+    ...(outcome
+      ? { outcome: { type: outcome.type, ...(outcome.reason ? { reason: outcome.reason } : {}) } }
+      : {}),
+  };
 }
 
 /** Runs the claimed attempt's child and turns its ending into a completion; never throws. */
