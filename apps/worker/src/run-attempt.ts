@@ -125,8 +125,6 @@ export async function runAttempt(
       }
       throw error;
     }
-    // The reaper finds leases through the kernel's index: have it written before the child runs.
-    await ctx.kernel.flushIndex();
     // Per-launch lines are debug: at info they cost a measurable share of a trivial child's CPU.
     log.debug({ image: claimed.image }, 'attempt claimed');
     const shown = { pid, attempt, goal: progressGoal(claimed.goal), image: claimed.image };

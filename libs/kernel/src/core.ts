@@ -61,6 +61,14 @@ export interface KernelLimits {
    */
   indexBatchMax: number;
   /**
+   * On one Redis server (not a Cluster, whose index shards are other slots), a tree script that
+   * made at most this many index records writes them itself, in the same call: a claim's lease
+   * is in the index when the claim answers, and a trivial child's life costs no index calls
+   * (`bench/redis-calls.ts`). More records (a batch spawn, a wide cascade) go to the batches,
+   * so no script grows by many. 0: always batched.
+   */
+  indexInlineMax: number;
+  /**
    * How long a terminal process is kept after its end (once nothing can still ask for it) before
    * the retention sweep deletes it; a root may set its tree's own at creation.
    */
@@ -102,6 +110,7 @@ export const DEFAULT_LIMITS: KernelLimits = {
   wakeLingerMs: 10_000,
   indexBatchMs: 20,
   indexBatchMax: 128,
+  indexInlineMax: 16,
   retentionMs: 7 * 24 * 3600 * 1000,
   gcBatch: 100,
   gcCost: 500,
@@ -196,6 +205,8 @@ export class KernelCore {
   readonly limits: KernelLimits;
   readonly retention: Retention;
   private hubInstance: WakeHub | undefined;
+  /** Tree scripts write their own index records (one server; see `indexInlineMax`). */
+  private readonly indexInline: boolean;
 
   constructor(
     readonly redis: RedisClient,
@@ -211,6 +222,7 @@ export class KernelCore {
       this.limits.indexBatchMs,
       this.limits.indexBatchMax,
     );
+    this.indexInline = !redis.isCluster && this.limits.indexInlineMax > 0;
     this.images = new ImageRegistry(redis, this.keys, this.limits.imageCacheMs);
     this.retention = new Retention(this, options.onError ?? (() => {}));
   }
@@ -244,7 +256,10 @@ export class KernelCore {
   }
 
   private async once(name: TreeScript, root: string, args: object): Promise<ScriptReply> {
-    const sent = TERMINATING_SCRIPTS.has(name) ? { ...args, tb: this.limits.terminateBatch } : args;
+    const bounded = TERMINATING_SCRIPTS.has(name) ? { ...args, tb: this.limits.terminateBatch } : args;
+    const sent = this.indexInline
+      ? { ...bounded, ix: this.keys.index(this.keys.indexShardOf(root)), ixm: this.limits.indexInlineMax }
+      : bounded;
     const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
     if (reply.gc) this.retention.mark(root, reply.gc);

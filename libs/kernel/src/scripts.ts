@@ -118,11 +118,14 @@ function needsOf(body: string): Set<string> {
   return needs;
 }
 
-/** `-- needs: budget objects terminal` -> lib.lua + those modules (and what they need), in order. */
+/**
+ * `-- needs: budget objects terminal` -> lib_index.lua (a script may write its own index records)
+ * and lib.lua + those modules (and what they need), in order.
+ */
 export function assemble(name: string, read: (file: string) => string = luaSource): string {
   const body = read(name);
   const needs = needsOf(body);
-  const parts = [read('lib')];
+  const parts = [read('lib_index'), read('lib')];
   for (const module of LIB_MODULES) if (needs.has(module)) parts.push(read(`lib_${module}`));
   parts.push(body);
   return parts.join('\n');
@@ -135,7 +138,12 @@ let cachedSources: Map<string, string> | undefined;
 function sources(): Map<string, string> {
   if (!cachedSources) {
     cachedSources = new Map(TREE_SCRIPTS.map((name) => [name, assemble(name)]));
-    for (const name of GLOBAL_SCRIPTS) cachedSources.set(name, luaSource(name));
+    for (const name of GLOBAL_SCRIPTS) {
+      cachedSources.set(
+        name,
+        name === 'index' ? `${luaSource('lib_index')}\n${luaSource(name)}` : luaSource(name),
+      );
+    }
   }
   return cachedSources;
 }

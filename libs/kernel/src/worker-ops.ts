@@ -35,7 +35,13 @@ import {
 import { newFence } from './tokens.js';
 
 const renewHeadSchema = z.object({ status: processStatusSchema, psig: z.string(), lease: z.number() });
-const completeHeadSchema = z.object({ status: processStatusSchema, result_oid: z.string(), gen: z.number() });
+const completeHeadSchema = z.object({
+  status: processStatusSchema,
+  result_oid: z.string(),
+  gen: z.number(),
+  /** The script counted the completion in the index itself (one server: `indexInlineMax`). */
+  ixc: z.literal(true).optional(),
+});
 const recoverHeadSchema = z.object({ recovered: z.boolean(), gone: z.boolean().optional() });
 
 export interface ClaimOptions {
@@ -54,7 +60,10 @@ export interface Recovery {
 export class WorkerOps {
   constructor(private readonly core: KernelCore) {}
 
-  /** runnable (this attempt) -> running with a new fence; anything else is refused. */
+  /**
+   * runnable (this attempt) -> running with a new fence; anything else is refused. The lease is
+   * in the status index when this resolves.
+   */
   async claim(pid: string, attempt: number, options: ClaimOptions): Promise<ClaimedLaunch> {
     parseOrThrow(pidSchema, pid, 'pid');
     const args = parseOrThrow(
@@ -72,6 +81,9 @@ export class WorkerOps {
       fence,
       att_max: this.core.limits.attemptHistory,
     });
+    // The reaper finds leases through the index: the lease is there before the child can run
+    // (written by the script itself on one server, else flushed here).
+    if (reply.index.length > 0) await this.core.index.drain();
     const row = rowFromFlat(reply.rest[0]);
     const parent = field(row, 'parent');
     const imageSpec = imageSpecOf(row);
@@ -159,9 +171,9 @@ export class WorkerOps {
       },
     });
     const head = completeHeadSchema.parse(reply.head);
-    // Derived, for metrics, with this completion's index batch: a crash before it is written
-    // loses one count, never a completion.
-    this.core.index.count(pid, head.status === 'killed' ? 'killed' : type);
+    // Derived, for metrics. Unless the script counted it, it goes with this completion's index
+    // batch: a crash before that is written loses one count, never a completion.
+    if (!head.ixc) this.core.index.count(pid, head.status === 'killed' ? 'killed' : type);
     return {
       status: head.status,
       result_oid: head.result_oid || null,

@@ -1,7 +1,17 @@
 import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { ALL_INDEX_SHARDS, INDEX_SHARDS, Kernel, KernelError, mintToken } from '../src/index.js';
-import { listPages, recordCommands, refusal, root, useKernel, wipeIndex } from './helpers.js';
+import {
+  listPages,
+  ON_CLUSTER,
+  recordCommands,
+  refusal,
+  root,
+  runningChild,
+  USAGE,
+  useKernel,
+  wipeIndex,
+} from './helpers.js';
 
 // The derived index in shards: a tree's records in its root's shard, listings merged over the
 // shards, counts summed, repair per shard; reapers sharing the shards.
@@ -161,6 +171,67 @@ describe('the index shards', () => {
     expect(first).toContain(b);
     expect(first).not.toContain(a);
     expect(await k().worker.reapExpired(100, [shardA])).toEqual([{ pid: a, status: 'paused' }]);
+  });
+});
+
+// On a Cluster (LIBOS_TEST_REDIS=cluster) the kernel always batches: redis-cluster.test.ts.
+describe.skipIf(ON_CLUSTER)('index records written by the tree script itself (one server)', () => {
+  /** What the index shard of `pid`'s tree holds of it: `gen:status`, its lease, the outcome counts. */
+  async function indexed(pid: string) {
+    const shard = k().keys.indexShardOf(pid);
+    const [entry, lease, outcomes] = await Promise.all([
+      env.redis.hget(k().keys.indexGen(shard), pid),
+      env.redis.zscore(k().keys.leases(shard), pid),
+      env.redis.hgetall(k().keys.outcomeCounts(shard)),
+    ]);
+    return { status: entry?.split(':')[1], lease, outcomes };
+  }
+
+  it("a child's spawn, claim and completion cost no index calls; each is in the index when its call answers", async () => {
+    const parent = await root(env);
+    await k().flushIndex();
+    const before = (await indexed(parent.pid)).outcomes.completed ?? '0';
+    const recorded = recordCommands(env.redis);
+    try {
+      const child = await runningChild(env, parent.pid);
+      expect(await indexed(child.pid)).toMatchObject({ status: 'running', lease: expect.any(String) });
+      await k().worker.complete(child.pid, 1, child.fence, { terminal: { type: 'captured' }, usage: USAGE });
+      const done = await indexed(child.pid);
+      expect(done).toMatchObject({ status: 'exited', lease: null });
+      // counted once, by the script: nothing is left for a batch
+      expect(Number(done.outcomes.completed)).toBe(Number(before) + 1);
+      await k().flushIndex();
+      expect(Number((await indexed(child.pid)).outcomes.completed)).toBe(Number(before) + 1);
+    } finally {
+      recorded.stop();
+    }
+    // spawn, claim, complete: three script calls and no index call
+    expect(recorded.sent.filter((name) => name === 'evalsha' || name === 'eval')).toHaveLength(3);
+  });
+
+  it('with indexInlineMax 0 the records and counts go through the batches instead', async () => {
+    const batched = new Kernel({
+      redis: env.redis,
+      keyPrefix: env.prefix,
+      limits: { indexInlineMax: 0, indexBatchMs: 60_000 },
+      onLaunch: () => {},
+    });
+    try {
+      const parent = await root(env);
+      await k().flushIndex();
+      const child = await batched.tools.spawn_child_process({ pid: parent.pid }, { goal: 'batched' });
+      expect(await indexed(child.pid)).toMatchObject({ status: undefined });
+      const recorded = recordCommands(env.redis);
+      try {
+        await batched.flushIndex();
+      } finally {
+        recorded.stop();
+      }
+      expect(recorded.sent.filter((name) => name === 'evalsha')).toHaveLength(1);
+      expect(await indexed(child.pid)).toMatchObject({ status: 'runnable' });
+    } finally {
+      await batched.close();
+    }
   });
 });
 

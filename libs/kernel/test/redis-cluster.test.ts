@@ -46,6 +46,11 @@ describe('the kernel on a 3-master Redis Cluster', () => {
       expect(answer).toMatchObject({ ready: true, child_pid: running[i]!.pid, status: 'exited' });
     }
 
+    // A Cluster's index shards are other slots than the trees': the records and the completion
+    // counts go through the kernel's batches, not the tree scripts.
+    await k().flushIndex();
+    expect((await k().admin.indexCounts()).completions).toMatchObject({ completed: trees });
+
     // staleLaunches reads each candidate row per tree.
     const stale = await k().admin.staleLaunches(Date.now() + 1000);
     expect(stale.launches.map((l) => l.pid).sort()).toEqual(runnable.map((s) => s.pid).sort());

@@ -3,6 +3,13 @@
 -- report? (JSON), usage (dim -> amount). A pending cancel/terminate makes it killed; a
 -- superseded attempt is refused. After a process_exit in the same attempt only usage is charged.
 local pid = A.pid
+-- The completion counted by outcome type for metrics, here where the index is the script's own
+-- (lib.lua's reply); `ixc` tells the kernel, which counts it with its batch otherwise.
+local function counted(status)
+  if not A.ix then return nil end
+  redis.call('HINCRBY', A.ix .. 'outcomes', status == 'killed' and 'killed' or A.outcome.type, 1)
+  return true
+end
 local r = load(pid)
 if not r then fail('not_found', nil, 'no such process ' .. pid) end
 if tonumber(r.attempt) ~= A.attempt or r.fence ~= A.fence then
@@ -13,7 +20,7 @@ if TERMINAL[r.status] then
   hset(pid, r, { uc = 1 })
   charge(pid, r, A.usage)
   attempt_ended(pid, r, A.outcome.type, A.outcome.reason)
-  return reply({ status = r.status, result_oid = r.result, charged_only = true, gen = tonumber(r.gen) })
+  return reply({ status = r.status, result_oid = r.result, charged_only = true, gen = tonumber(r.gen), ixc = counted(r.status) })
 end
 if r.run ~= 'live' then
   fail('failed_precondition', 'superseded', 'attempt ' .. A.attempt .. ' of ' .. pid .. ' no longer holds the lease')
@@ -36,4 +43,4 @@ elseif status == 'exited' then
 end
 attempt_ended(pid, r, outcome.type, outcome.reason)
 terminalize(pid, r, status, outcome, result)
-return reply({ status = status, result_oid = result, gen = tonumber(r.gen) })
+return reply({ status = status, result_oid = result, gen = tonumber(r.gen), ixc = counted(status) })

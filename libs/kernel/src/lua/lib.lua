@@ -1,4 +1,4 @@
--- Shared helpers, concatenated before every tree script at load time.
+-- Shared helpers, concatenated before every tree script at load time (after lib_index.lua).
 -- KEYS[1] is the tree's counter hash (it carries the tree hash tag, so the script runs on the
 -- tree's slot); ARGV[1] is the tree's key base `<prefix>{<root>}:`; ARGV[2] the JSON arguments.
 -- Every script checks everything before its first write: a Lua error does not roll back.
@@ -216,7 +216,14 @@ local function bump(pid, r, fields)
 end
 
 local function reply(head, ...)
-  head.idx = IDX
+  -- On one server the kernel names the tree's index shard (`A.ix`): the script writes its own
+  -- records there (lib_index.lua), unless it made more than `A.ixm`; else they go back to the
+  -- kernel, which batches them (a Redis Cluster's shards are other slots).
+  if A.ix and #IDX <= A.ixm then
+    index_apply(A.ix, IDX)
+  else
+    head.idx = IDX
+  end
   head.nd = ND
   if #EV > 0 then redis.call('SPUBLISH', B .. 'ev', ROOT .. ' ' .. cjson.encode(EV)) end
   head.gc = GC
