@@ -141,11 +141,11 @@ async function latencies(cluster: Cluster) {
     const spawnedAt = nowNs();
     let done: Awaited<ReturnType<typeof client.wait>> | undefined;
     if (via === 'single') {
-      const child = await client.spawn({ goal: `sample ${i}`, image: 'stamp' });
+      const child = await client.spawn({ goal: `sample ${i}`, image: 'stamp-latency' });
       done = await client.wait({ child_pid: child.pid });
     } else {
       const { children } = await client.spawnChildren({
-        children: [{ goal: `sample ${i}`, image: 'stamp' }],
+        children: [{ goal: `sample ${i}`, image: 'stamp-latency' }],
       });
       done = (await client.waitChildren({ child_pids: children.map((c) => c.pid) })).children[0];
     }
@@ -254,6 +254,13 @@ const cluster = await startBenchCluster({
 let meters: Awaited<ReturnType<typeof partMeters>> | undefined;
 try {
   await cluster.admin.putImage('stamp', { ...CHILD_KINDS.sh, deadline_ms: 30_000 });
+  // One child at a time: its stamps from bash's clock, so spawn → start ends at its first
+  // instruction (stamp.sh forks date(1) first).
+  await cluster.admin.putImage('stamp-latency', {
+    command: 'bash',
+    args: [CHILD_SCRIPTS.stampBash, '{result_file}'],
+    deadline_ms: 30_000,
+  });
   for (const kind of Object.keys(CHILD_KINDS) as ChildKind[]) {
     await cluster.admin.putImage(`bench-${kind}`, { ...CHILD_KINDS[kind], deadline_ms: 30_000 });
   }
@@ -369,7 +376,7 @@ try {
     machine: { cpus: cpus().length, node: process.version },
     shape: SHAPE,
     isolation: ISOLATION,
-    setup: `shape ${shapeText}; children isolation ${ISOLATION}; redis-server (AOF, appendfsync ${FSYNC}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency and burst child: sh bench/children/stamp.sh; CPU of the workers' trees via ${meters.via}`,
+    setup: `shape ${shapeText}; children isolation ${ISOLATION}; redis-server (AOF, appendfsync ${FSYNC}), 1 coordinator, ${WORKERS} workers × concurrency ${PER_WORKER}, built, plain node; latency child: bash bench/children/stamp.bash; burst child: sh bench/children/stamp.sh; CPU of the workers' trees via ${meters.via}`,
     cold: { children: COLD, ...coldBurst, cpu: cpu.cold },
     warm_burst: { rounds: warmBursts.length, ...warmBurst, cpu: cpu.warm },
     latency,

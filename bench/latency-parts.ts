@@ -6,8 +6,8 @@
 // worker's `attempt claimed`, `child spawned` and `attempt completed`. Those are ms clocks, so a
 // segment's mean is good to a fraction of a ms over the samples; its p50 and p99 to about 1 ms.
 //   npm run build, then: node --import tsx --conditions=@libos/source bench/latency-parts.ts
-//   [--samples 300] [--isolation auto|none]
-// Writes bench/results/latency-parts[-isolation-none].json.
+//   [--samples 300] [--isolation auto|none] [--child bash|sh]
+// Writes bench/results/latency-parts[-isolation-none][-sh].json.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,12 +20,19 @@ const { values } = parseArgs({
   options: {
     samples: { type: 'string', default: '300' },
     isolation: { type: 'string', default: 'auto' },
+    child: { type: 'string', default: 'bash' },
   },
 });
 const SAMPLES = Number(values.samples);
 const WARM_UP = 30;
 const ISOLATION = values.isolation === 'none' ? 'none' : 'auto';
-const STAMP = fileURLToPath(new URL('./children/stamp.sh', import.meta.url));
+// bash stamp.bash (the default): stamps from bash's clock, nothing forked, so the start stamp is
+// the child's first instruction; `--child sh`: sh stamp.sh, whose stamps come from date(1)
+// (its fork and exec count as spawn → start, as they did before).
+const CHILD =
+  values.child === 'sh'
+    ? { command: 'sh', script: fileURLToPath(new URL('./children/stamp.sh', import.meta.url)) }
+    : { command: 'bash', script: fileURLToPath(new URL('./children/stamp.bash', import.meta.url)) };
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const LOGS = mkdtempSync(join(tmpdir(), 'libos-latency-parts-'));
 
@@ -46,8 +53,8 @@ type Sample = { pid: string; called: number; answered: number; woke: number; sta
 const samples: Sample[] = [];
 try {
   await cluster.admin.putImage('stamp', {
-    command: 'sh',
-    args: [STAMP, '{result_file}'],
+    command: CHILD.command,
+    args: [CHILD.script, '{result_file}'],
     deadline_ms: 30_000,
   });
   const { client } = await cluster.root('latency parts', {
@@ -138,7 +145,7 @@ const f = (x: number) => x.toFixed(2);
 const segmentStats = Object.fromEntries(Object.entries(segments).map(([name, xs]) => [name, stats(xs)]));
 const handledStats = Object.fromEntries(Object.entries(handled).map(([url, xs]) => [url, stats(xs)]));
 const lines = [
-  `isolation ${ISOLATION}; ${SAMPLES} stamp children one at a time after ${WARM_UP} unmeasured, parts at debug`,
+  `isolation ${ISOLATION}; ${SAMPLES} stamp children (${CHILD.command}) one at a time after ${WARM_UP} unmeasured, parts at debug`,
   '',
   '| segment | mean (ms) | p50 | p99 | n |',
   '| --- | ---: | ---: | ---: | ---: |',
@@ -155,6 +162,9 @@ const lines = [
 process.stdout.write(`${lines.join('\n')}\n`);
 await mkdir(RESULTS, { recursive: true });
 await writeFile(
-  join(RESULTS, `latency-parts${ISOLATION === 'none' ? '-isolation-none' : ''}.json`),
+  join(
+    RESULTS,
+    `latency-parts${ISOLATION === 'none' ? '-isolation-none' : ''}${CHILD.command === 'sh' ? '-sh' : ''}.json`,
+  ),
   `${JSON.stringify({ date: new Date().toISOString(), isolation: ISOLATION, samples: SAMPLES, segments: segmentStats, handled: handledStats }, null, 2)}\n`,
 );

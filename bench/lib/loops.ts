@@ -12,9 +12,14 @@ import { posixSpawn } from '@libos/runner';
 import { execa } from 'execa';
 import { runPool } from './pool.js';
 
-/** The trivial contract children: `stamp` reports its start and end times, `trivial` only builtins. */
+/**
+ * The trivial contract children: `stamp` reports its start and end times (sh, from date(1)),
+ * `stampBash` the same from bash's clock without a fork (for latency: see the file), `trivial`
+ * only builtins.
+ */
 export const CHILD_SCRIPTS = {
   stamp: fileURLToPath(new URL('../children/stamp.sh', import.meta.url)),
+  stampBash: fileURLToPath(new URL('../children/stamp.bash', import.meta.url)),
   trivial: fileURLToPath(new URL('../children/trivial.sh', import.meta.url)),
 } as const;
 
