@@ -23,7 +23,9 @@ const kernel = new Kernel({ redis, keyPrefix: 'bench:', limits: { indexBatchMs: 
 /** Commandstats as calls and µs by command, and Redis's CPU µs so far. */
 async function readings(): Promise<{ commands: Map<string, { calls: number; usec: number }>; cpu: number }> {
   const commands = new Map<string, { calls: number; usec: number }>();
-  for (const match of String(await redis.info('commandstats')).matchAll(/cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g)) {
+  for (const match of String(await redis.info('commandstats')).matchAll(
+    /cmdstat_(\S+?):calls=(\d+),usec=(\d+)/g,
+  )) {
     commands.set(match[1]!, { calls: Number(match[2]), usec: Number(match[3]) });
   }
   const cpu = String(await redis.info('cpu'));
@@ -41,7 +43,12 @@ interface Row {
 const rows: Row[] = [];
 
 /** Runs `ops` of one phase and records what EVALSHA (or EVAL) cost in its window. */
-async function phase(name: string, ops: number, run: () => Promise<void>, command = 'evalsha'): Promise<void> {
+async function phase(
+  name: string,
+  ops: number,
+  run: () => Promise<void>,
+  command = 'evalsha',
+): Promise<void> {
   const before = await readings();
   await run();
   const after = await readings();
@@ -74,13 +81,20 @@ try {
   for (let i = 0; i < 50; i++) await kernel.tools.spawn_child_process(caller, { goal: 'warm' });
   await kernel.flushIndex();
 
-  await phase('EVAL return 1 (the floor)', N, async () => {
-    for (let i = 0; i < N; i++) await redis.eval('return 1', 0);
-  }, 'eval');
+  await phase(
+    'EVAL return 1 (the floor)',
+    N,
+    async () => {
+      for (let i = 0; i < N; i++) await redis.eval('return 1', 0);
+    },
+    'eval',
+  );
   const children: string[] = [];
   await phase('spawn', N, async () => {
     for (let i = 0; i < N; i++) {
-      children.push((await kernel.tools.spawn_child_process(caller, { goal: `item ${i}`, input: { i } })).pid);
+      children.push(
+        (await kernel.tools.spawn_child_process(caller, { goal: `item ${i}`, input: { i } })).pid,
+      );
     }
   });
   await phase('index batches after spawn (per child)', N, () => kernel.flushIndex());
@@ -88,7 +102,9 @@ try {
   await phase('claim', N, async () => {
     for (const pid of children) {
       const { tokenHash } = mintToken(pid);
-      fences.push((await kernel.worker.claim(pid, 1, { workerId: 'bench', tokenHash, leaseMs: 60_000 })).fence);
+      fences.push(
+        (await kernel.worker.claim(pid, 1, { workerId: 'bench', tokenHash, leaseMs: 60_000 })).fence,
+      );
     }
   });
   await phase('index batches after claim (per child)', N, () => kernel.flushIndex());
