@@ -123,12 +123,27 @@ export class Retention {
     const report: SweepReport = { deleted: 0, trees: 0, shards: 0 };
     const token = randomBytes(8).toString('hex');
     const order = [...Array(GC_SHARDS).keys()].sort(() => Math.random() - 0.5);
-    for (const shard of order) {
+    // Every shard's due trees read at once (one round trip, not one per shard: most sweeps find
+    // nothing, and this runs every few seconds on an idle fleet too).
+    const now = await this.redisNow();
+    const dues = await Promise.all(
+      order.map((shard) =>
+        this.call(
+          this.core.redis.zrangebyscore(
+            `${this.core.keys.gcShard(shard)}trees`,
+            '-inf',
+            now,
+            'LIMIT',
+            0,
+            100,
+          ),
+        ),
+      ),
+    );
+    for (const [i, shard] of order.entries()) {
       if (Date.now() - started > maxMs) break;
       const base = this.core.keys.gcShard(shard);
-      const trees = `${base}trees`;
-      const now = await this.redisNow();
-      const due = await this.call(this.core.redis.zrangebyscore(trees, '-inf', now, 'LIMIT', 0, 100));
+      const due = dues[i] ?? [];
       if (due.length === 0) continue;
       if (!(await this.core.scripts.takeLock(`${base}lock`, token, maxMs * 3))) continue;
       report.shards += 1;

@@ -191,10 +191,17 @@ export class WorkerOps {
     const [seconds, micros] = await redisCall(this.core.redis.time());
     const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     const recovered: Recovery[] = [];
-    for (const shard of shards) {
+    // Every shard's expired leases read at once: one round trip per sweep, not one per shard.
+    const expired = await Promise.all(
+      shards.map((shard) =>
+        redisCall(
+          this.core.redis.zrangebyscore(this.core.keys.leases(shard), '-inf', now, 'LIMIT', 0, limit),
+        ),
+      ),
+    );
+    for (const [i, shard] of shards.entries()) {
       const leases = this.core.keys.leases(shard);
-      const pids = await redisCall(this.core.redis.zrangebyscore(leases, '-inf', now, 'LIMIT', 0, limit));
-      for (const pid of pids) {
+      for (const pid of expired[i] ?? []) {
         const reply = await this.core.run('recover', pid, { pid });
         const head = recoverHeadSchema.parse(reply.head);
         if (head.gone) await redisCall(this.core.redis.zrem(leases, pid));
