@@ -60,6 +60,12 @@ const stringsSchema = z.array(z.string());
 const nullableStringsSchema = z.array(z.string().nullable());
 const labelsSchema = z.array(z.string());
 const treeHeadSchema = z.object({ truncated: z.boolean() });
+/** A row's `ws`, what it waits on (as far as a tree node says it). */
+const waitStateSchema = z.looseObject({
+  type: z.string(),
+  child_pid: z.string().optional(),
+  mode: z.string().optional(),
+});
 const peekHeadSchema = z.object({
   total: z.number(),
   unacked: z.number(),
@@ -575,9 +581,7 @@ function nodeOf(row: ProcessRow): TreeNode {
   const cut = field(row, 'gcut') === '1';
   let waitingOn: string | null = null;
   if (ws) {
-    const parsed = z
-      .looseObject({ type: z.string(), child_pid: z.string().optional(), mode: z.string().optional() })
-      .parse(JSON.parse(ws));
+    const parsed = waitStateSchema.parse(JSON.parse(ws));
     waitingOn =
       parsed.type === 'child'
         ? `child ${parsed.child_pid ?? ''}`.trim()

@@ -59,6 +59,9 @@ function luaSource(name: string): string {
 const indexRecordSchema = z.tuple([z.string(), z.number(), z.string(), z.number(), z.number().optional()]);
 export type IndexRecord = z.infer<typeof indexRecordSchema>;
 
+/** A global script's number reply (built once: a zod schema per call costs more than the check). */
+const numberReply = z.number();
+
 const gcMarkSchema = z.object({ at: z.number(), v: z.number() });
 /** A tree's script recorded processes as due for deletion: the earliest may go `at`; `v` the due-set version. */
 export type GcMark = z.infer<typeof gcMarkSchema>;
@@ -273,12 +276,12 @@ export class Scripts {
 
   /** A retention shard operation (gc_shard.lua): mark, settle. */
   async shard(treesKey: string, base: string, op: string, ...args: (string | number)[]): Promise<number> {
-    return z.number().parse(await this.global('gc_shard', treesKey, base, op, ...args));
+    return numberReply.parse(await this.global('gc_shard', treesKey, base, op, ...args));
   }
 
   /** Take (or extend) a shard's lock for `ms`; whether this token holds it now (lock.lua). */
   async takeLock(key: string, token: string, ms: number): Promise<boolean> {
-    return z.number().parse(await this.global('lock', key, 'take', token, ms)) === 1;
+    return numberReply.parse(await this.global('lock', key, 'take', token, ms)) === 1;
   }
 
   /** Release a shard's lock if this token holds it (lock.lua). */
@@ -288,7 +291,7 @@ export class Scripts {
 
   /** Be a live claimant for `ms` more (claimants.lua); how many are live. */
   async joinClaimants(key: string, token: string, ms: number): Promise<number> {
-    return z.number().parse(await this.global('claimants', key, 'join', token, ms));
+    return numberReply.parse(await this.global('claimants', key, 'join', token, ms));
   }
 
   async leaveClaimants(key: string, token: string): Promise<void> {
