@@ -18,6 +18,7 @@ import { Retention } from './retention.js';
 import { field, type ProcessRow, toUnits } from './rows.js';
 import {
   type NoticesDue,
+  READ_ONLY_SCRIPTS,
   type ScriptReply,
   Scripts,
   TERMINATING_SCRIPTS,
@@ -257,9 +258,11 @@ export class KernelCore {
 
   private async once(name: TreeScript, root: string, args: object): Promise<ScriptReply> {
     const bounded = TERMINATING_SCRIPTS.has(name) ? { ...args, tb: this.limits.terminateBatch } : args;
-    const sent = this.indexInline
-      ? { ...bounded, ix: this.keys.index(this.keys.indexShardOf(root)), ixm: this.limits.indexInlineMax }
-      : bounded;
+    // Read-only scripts (auth, on every tool call) make no records: nothing to name for them.
+    const sent =
+      this.indexInline && !READ_ONLY_SCRIPTS.has(name)
+        ? { ...bounded, ix: this.keys.index(this.keys.indexShardOf(root)), ixm: this.limits.indexInlineMax }
+        : bounded;
     const reply = await this.scripts.tree(name, this.keys.seq(root), this.keys.tree(root), sent);
     this.index.push(reply.index);
     if (reply.gc) this.retention.mark(root, reply.gc);

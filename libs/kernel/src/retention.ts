@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { type ProcessView, pidSchema, rootOf, shardOf } from '@libos/protocol';
 import { z } from 'zod';
+import { dueIn, redisCall, redisNowMs } from './admin-reads.js';
 import type { KernelCore } from './core.js';
-import { fromRedisError, parseOrThrow } from './errors.js';
+import { parseOrThrow } from './errors.js';
 import { luaList } from './lua-json.js';
 import { rowFromFlat, viewOf } from './rows.js';
 import type { GcMark, ScriptReply } from './scripts.js';
@@ -123,22 +124,13 @@ export class Retention {
     const report: SweepReport = { deleted: 0, trees: 0, shards: 0 };
     const token = randomBytes(8).toString('hex');
     const order = [...Array(GC_SHARDS).keys()].sort(() => Math.random() - 0.5);
-    // Every shard's due trees read at once (one round trip, not one per shard: most sweeps find
-    // nothing, and this runs every few seconds on an idle fleet too).
-    const now = await this.redisNow();
-    const dues = await Promise.all(
-      order.map((shard) =>
-        this.call(
-          this.core.redis.zrangebyscore(
-            `${this.core.keys.gcShard(shard)}trees`,
-            '-inf',
-            now,
-            'LIMIT',
-            0,
-            100,
-          ),
-        ),
-      ),
+    // Every shard's due trees read at once: most sweeps find nothing, and one runs every few
+    // seconds on an idle fleet too.
+    const dues = await dueIn(
+      this.core.redis,
+      order.map((shard) => `${this.core.keys.gcShard(shard)}trees`),
+      await redisNowMs(this.core.redis),
+      100,
     );
     for (const [i, shard] of order.entries()) {
       if (Date.now() - started > maxMs) break;
@@ -194,7 +186,7 @@ export class Retention {
       if (archive) {
         const pids = await this.archive(await this.gc(root, { op: 'tree', pid }), archive);
         head = gcHeadSchema.parse((await this.gc(root, { op: 'delete', pids, force: true })).head);
-        head.more = !head.gone && (await this.call(this.core.redis.exists(this.core.keys.row(pid)))) === 1;
+        head.more = !head.gone && (await redisCall(this.core.redis.exists(this.core.keys.row(pid)))) === 1;
       } else {
         head = gcHeadSchema.parse((await this.gc(root, { op: 'purge', pid })).head);
       }
@@ -253,16 +245,5 @@ export class Retention {
     const base = this.core.keys.gcShard(gcShardOf(root));
     const next = head.gone || head.next === undefined ? '' : String(head.next);
     await this.core.scripts.shard(`${base}trees`, base, 'settle', root, head.v ?? 0, next);
-  }
-
-  private async redisNow(): Promise<number> {
-    const [seconds, micros] = await this.call(this.core.redis.time());
-    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  }
-
-  private call<T>(promise: Promise<T>): Promise<T> {
-    return promise.catch((error: unknown) => {
-      throw fromRedisError(error);
-    });
   }
 }

@@ -15,7 +15,7 @@ import {
   rootOf,
 } from '@libos/protocol';
 import { z } from 'zod';
-import { redisCall } from './admin-reads.js';
+import { dueIn, redisCall, redisNowMs } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
@@ -188,16 +188,13 @@ export class WorkerOps {
    */
   async reapExpired(limit = 100, shards: readonly number[] = ALL_INDEX_SHARDS): Promise<Recovery[]> {
     await this.core.index.drain();
-    const [seconds, micros] = await redisCall(this.core.redis.time());
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const now = await redisNowMs(this.core.redis);
     const recovered: Recovery[] = [];
-    // Every shard's expired leases read at once: one round trip per sweep, not one per shard.
-    const expired = await Promise.all(
-      shards.map((shard) =>
-        redisCall(
-          this.core.redis.zrangebyscore(this.core.keys.leases(shard), '-inf', now, 'LIMIT', 0, limit),
-        ),
-      ),
+    const expired = await dueIn(
+      this.core.redis,
+      shards.map((shard) => this.core.keys.leases(shard)),
+      now,
+      limit,
     );
     for (const [i, shard] of shards.entries()) {
       const leases = this.core.keys.leases(shard);

@@ -2,8 +2,8 @@ import type { ListProcessesInput } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { mintToken } from '../src/index.js';
 import {
+  commandsDuring,
   listPages,
-  recordCommands,
   refusal,
   root,
   runningChild,
@@ -354,16 +354,12 @@ describe('the admin tree read', () => {
       spawns.push(k().tools.spawn_child_process({ pid: r.pid }, { goal: `c${i}` }));
     await Promise.all(spawns);
     await k().flushIndex(); // the spawns' index batch is not the read's
-    const recorded = recordCommands(env.redis);
-    let tree: Awaited<ReturnType<ReturnType<typeof k>['admin']['tree']>>;
     const started = performance.now();
-    try {
-      tree = await k().admin.tree(r.pid, { max_nodes: '1001' });
-    } finally {
-      recorded.stop();
-    }
+    const { sent, value: tree } = await commandsDuring(env.redis, () =>
+      k().admin.tree(r.pid, { max_nodes: '1001' }),
+    );
     const ms = performance.now() - started;
-    expect(recorded.sent).toEqual(['evalsha']);
+    expect(sent).toEqual(['evalsha']);
     expect(tree.truncated).toBe(false);
     expect(tree.nodes.map((n) => n.pid)).toEqual([
       r.pid,

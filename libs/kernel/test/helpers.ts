@@ -143,3 +143,16 @@ export function recordCommands(redis: Redis): { sent: string[]; stop: () => void
   }) as typeof redis.sendCommand;
   return { sent, stop: () => (redis.sendCommand = original as typeof redis.sendCommand) };
 }
+
+/** The names of the commands sent on `redis` while `run` ran, and what it returned. */
+export async function commandsDuring<T>(
+  redis: Redis,
+  run: () => Promise<T>,
+): Promise<{ sent: string[]; value: T }> {
+  const recorded = recordCommands(redis);
+  try {
+    return { sent: recorded.sent, value: await run() };
+  } finally {
+    recorded.stop();
+  }
+}

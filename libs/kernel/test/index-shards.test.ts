@@ -2,9 +2,9 @@ import type { ListProcessesInput, ProcessView } from '@libos/protocol';
 import { describe, expect, it } from 'vitest';
 import { ALL_INDEX_SHARDS, INDEX_SHARDS, Kernel, KernelError, mintToken } from '../src/index.js';
 import {
+  commandsDuring,
   listPages,
   ON_CLUSTER,
-  recordCommands,
   refusal,
   root,
   runningChild,
@@ -52,14 +52,9 @@ describe('the index shards', () => {
       await k().flushIndex();
       const entries = Array.from({ length: 40 }, (_, i) => ({ goal: `child ${i}` }));
       const { children } = await small.tools.spawn_children({ pid: parent.pid }, { children: entries });
-      const recorded = recordCommands(env.redis);
-      try {
-        await small.flushIndex();
-      } finally {
-        recorded.stop();
-      }
+      const { sent } = await commandsDuring(env.redis, () => small.flushIndex());
       // 40 records (the children, runnable): 16 + 16 + 8
-      expect(recorded.sent.filter((name) => name === 'evalsha')).toHaveLength(3);
+      expect(sent.filter((name) => name === 'evalsha')).toHaveLength(3);
       const shard = k().keys.indexShardOf(parent.pid);
       for (const child of children)
         expect(await env.redis.hexists(k().keys.indexGen(shard), child.pid)).toBe(1);
@@ -191,8 +186,7 @@ describe.skipIf(ON_CLUSTER)('index records written by the tree script itself (on
     const parent = await root(env);
     await k().flushIndex();
     const before = (await indexed(parent.pid)).outcomes.completed ?? '0';
-    const recorded = recordCommands(env.redis);
-    try {
+    const { sent } = await commandsDuring(env.redis, async () => {
       const child = await runningChild(env, parent.pid);
       expect(await indexed(child.pid)).toMatchObject({ status: 'running', lease: expect.any(String) });
       await k().worker.complete(child.pid, 1, child.fence, { terminal: { type: 'captured' }, usage: USAGE });
@@ -202,11 +196,9 @@ describe.skipIf(ON_CLUSTER)('index records written by the tree script itself (on
       expect(Number(done.outcomes.completed)).toBe(Number(before) + 1);
       await k().flushIndex();
       expect(Number((await indexed(child.pid)).outcomes.completed)).toBe(Number(before) + 1);
-    } finally {
-      recorded.stop();
-    }
+    });
     // spawn, claim, complete: three script calls and no index call
-    expect(recorded.sent.filter((name) => name === 'evalsha' || name === 'eval')).toHaveLength(3);
+    expect(sent.filter((name) => name === 'evalsha' || name === 'eval')).toHaveLength(3);
   });
 
   it('with indexInlineMax 0 the records and counts go through the batches instead', async () => {
@@ -221,13 +213,8 @@ describe.skipIf(ON_CLUSTER)('index records written by the tree script itself (on
       await k().flushIndex();
       const child = await batched.tools.spawn_child_process({ pid: parent.pid }, { goal: 'batched' });
       expect(await indexed(child.pid)).toMatchObject({ status: undefined });
-      const recorded = recordCommands(env.redis);
-      try {
-        await batched.flushIndex();
-      } finally {
-        recorded.stop();
-      }
-      expect(recorded.sent.filter((name) => name === 'evalsha')).toHaveLength(1);
+      const { sent } = await commandsDuring(env.redis, () => batched.flushIndex());
+      expect(sent.filter((name) => name === 'evalsha')).toHaveLength(1);
       expect(await indexed(child.pid)).toMatchObject({ status: 'runnable' });
     } finally {
       await batched.close();

@@ -7,7 +7,7 @@ local pid = A.pid
 -- (lib.lua's reply); `ixc` tells the kernel, which counts it with its batch otherwise.
 local function counted(status)
   if not A.ix then return nil end
-  redis.call('HINCRBY', A.ix .. 'outcomes', status == 'killed' and 'killed' or A.outcome.type, 1)
+  index_count(A.ix, status == 'killed' and 'killed' or A.outcome.type, 1)
   return true
 end
 local r = load(pid)

@@ -4,6 +4,6 @@
 -- to the metrics counter.
 index_apply(ARGV[1], cjson.decode(ARGV[2]))
 if ARGV[3] then
-  for outcome, n in pairs(cjson.decode(ARGV[3])) do redis.call('HINCRBY', ARGV[1] .. 'outcomes', outcome, n) end
+  for outcome, n in pairs(cjson.decode(ARGV[3])) do index_count(ARGV[1], outcome, n) end
 end
 return 1

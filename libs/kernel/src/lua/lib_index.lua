@@ -41,3 +41,8 @@ local function index_apply(base, records)
     end
   end
 end
+
+-- Worker completions counted by outcome type (derived, for metrics; summed over the shards).
+local function index_count(base, outcome, n)
+  redis.call('HINCRBY', base .. 'outcomes', outcome, n)
+end
