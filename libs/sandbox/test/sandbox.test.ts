@@ -71,6 +71,19 @@ describe('a sandboxed launch', () => {
     expect(rest.join(' ')).not.toContain('31');
   });
 
+  it('runs with no supplementary groups, no capabilities and no_new_privs (no exec can gain any)', async () => {
+    const { uid, done } = run(
+      `out="$(grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\\t ' ' ' | tr '\\n' ';')"; ${RESULT}`,
+    );
+    const result = await done;
+    expect(result.terminal).toEqual({ type: 'captured' });
+    expect(String(result.report)).toBe(
+      `Uid: ${uid} ${uid} ${uid} ${uid};Gid: ${uid} ${uid} ${uid} ${uid};Groups: ;` +
+        'CapInh: 0000000000000000;CapPrm: 0000000000000000;CapEff: 0000000000000000;' +
+        'CapAmb: 0000000000000000;NoNewPrivs: 1;',
+    );
+  });
+
   it('a fork bomb stops at the pids limit; the processes die with the launch', async () => {
     // The bomb runs in a subshell (dash exits when a fork fails); the count is read with builtins
     // only, since no fork is left while its processes live.
