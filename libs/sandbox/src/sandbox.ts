@@ -294,7 +294,7 @@ export class ChildSandbox implements Confinement {
     const childPid = await readChildPid(report);
     try {
       if (this.#rlimitsAtHandshake) setRlimits(childPid, this.request.limits);
-      this.#cgroup?.join(childPid);
+      await this.#cgroup?.join(childPid);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
       throw new Error('the sandbox ended before it started (it failed setting up its view)');
