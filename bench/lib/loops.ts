@@ -43,7 +43,7 @@ export const spawnChild: RunChild = (command, argv, line) =>
 
 /** Through glibc's posix_spawn, as the runner launches: no fork of this process. */
 export const posixSpawnChild: RunChild = async (command, argv, line) => {
-  const child = posixSpawn({
+  const child = await posixSpawn({
     command,
     args: argv,
     cwd: undefined,

@@ -92,7 +92,8 @@ export class SupervisedChild {
     let launched: Launched | string;
     try {
       const asOther = launch?.uid !== undefined || launch?.gid !== undefined;
-      launched = !asOther && posixSpawnAvailable() ? posixSpawn(request) : await nodeSpawn(request, launch);
+      launched =
+        !asOther && posixSpawnAvailable() ? await posixSpawn(request) : await nodeSpawn(request, launch);
     } catch (error) {
       return {
         ok: false,

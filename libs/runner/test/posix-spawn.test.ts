@@ -15,7 +15,7 @@ import {
 const dir = mkdtempSync(join(tmpdir(), 'posix-spawn-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function launch(script: string, more: Partial<PosixSpawnRequest> = {}): Launched {
+function launch(script: string, more: Partial<PosixSpawnRequest> = {}): Promise<Launched> {
   return posixSpawn({
     command: 'sh',
     args: ['-c', script],
@@ -28,7 +28,8 @@ function launch(script: string, more: Partial<PosixSpawnRequest> = {}): Launched
   });
 }
 
-async function output(child: Launched): Promise<{ text: string; status: number }> {
+async function output(launched: Launched | Promise<Launched>): Promise<{ text: string; status: number }> {
+  const child = await launched;
   child.stdin.end();
   return { text: await textOf(child.stdout), status: await child.exit };
 }
@@ -49,7 +50,7 @@ describe('posixSpawn', () => {
   it('makes the child a session and group leader, with no signal ignored or blocked', async () => {
     // Node ignores SIGPIPE itself: a child inheriting that would not die writing to a closed pipe.
     // `exec`: the launched process itself reads its status (a shell blocks signals around forks).
-    const child = launch('exec cat /proc/self/status');
+    const child = await launch('exec cat /proc/self/status');
     const { text, status } = await output(child);
     const field = (name: string) => text.match(new RegExp(`^${name}:\\s*(\\S+)$`, 'm'))?.[1];
     expect([field('Pid'), field('NSpgid'), field('NSsid')]).toEqual(Array(3).fill(String(child.pid)));
@@ -74,7 +75,7 @@ describe('posixSpawn', () => {
       }),
     );
     expect(found.text).toBe(`found ${probe}\n`);
-    expect(() => launch('', { command: 'libos-path-probe', args: [] })).toThrow(
+    await expect(launch('', { command: 'libos-path-probe', args: [] })).rejects.toThrow(
       new PosixSpawnError('ENOENT', 'libos-path-probe'),
     );
   });
@@ -122,10 +123,12 @@ describe('posixSpawn', () => {
     expect((await output(launch('kill -TERM $$'))).status).toBe(143);
   });
 
-  it('fails a file that cannot be executed with the reason, as Node does', () => {
+  it('fails a file that cannot be executed with the reason, as Node does', async () => {
     const plain = join(dir, 'not-executable');
     writeFileSync(plain, 'echo no\n');
     chmodSync(plain, 0o644);
-    expect(() => launch('', { command: plain, args: [] })).toThrow(new PosixSpawnError('EACCES', plain));
+    await expect(launch('', { command: plain, args: [] })).rejects.toThrow(
+      new PosixSpawnError('EACCES', plain),
+    );
   });
 });
