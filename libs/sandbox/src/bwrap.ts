@@ -29,8 +29,9 @@ export interface SandboxView {
  * injection), and the whole sandbox killed with its launcher.
  *
  * `privileged`: bwrap runs as root (the worker's) and the child is switched to its own uid after
- * (util-linux's unshare): root can show paths whose parents are closed to others (a checkout under a 0700
- * home), and the directories it creates on the way to a mount are made searchable (0755).
+ * (util-linux's unshare): root can show paths whose parents are closed to others (a checkout
+ * under a 0700 home), and the directories it creates on the way to a mount are made searchable
+ * (0755).
  * Otherwise bwrap runs as the child's uid in a user namespace of its own, and shows only what
  * that uid can reach.
  *

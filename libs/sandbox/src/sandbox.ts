@@ -434,7 +434,12 @@ function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: fa
  * with a uid of the pool: a uid in another worker's use could have the try killed with its child.
  */
 function probeUidSwitch(pool: UidPool): string | undefined {
-  const uid = pool.acquire();
+  let uid: number;
+  try {
+    uid = pool.acquire();
+  } catch {
+    return undefined; // every uid of the range in use on this host: untried (launches say so)
+  }
   try {
     const [command = UNSHARE, ...args] = switchUid(uid);
     const ran = spawnSync(command, [...args, 'true'], {
