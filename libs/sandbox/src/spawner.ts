@@ -54,6 +54,8 @@ export class Spawner {
   #describe = '';
   /** The spawner's temp dir (where its result directories go). */
   #tmpdir = '';
+  /** This process's temp dir, and the variables it was read from (see `#ownTmpdir`). */
+  #own = { env: '', tmpdir: '' };
 
   private constructor(
     private readonly settings: SandboxSettings,
@@ -134,9 +136,19 @@ export class Spawner {
         stdout: stdout !== undefined,
         log: logger !== undefined,
         // The runner's result directories follow its TMPDIR: the caller's, if it changed since.
-        ...(tmpdir() === this.#tmpdir ? {} : { tmpdir: tmpdir() }),
+        ...(this.#ownTmpdir() === this.#tmpdir ? {} : { tmpdir: this.#ownTmpdir() }),
       });
     });
+  }
+
+  /**
+   * os.tmpdir(), read again only when TMPDIR, TMP or TEMP changed: it reads them through Node's
+   * secure getenv, five system calls (uids, capabilities) each, which was ~15 a launch.
+   */
+  #ownTmpdir(): string {
+    const env = `${process.env.TMPDIR}\0${process.env.TMP}\0${process.env.TEMP}`;
+    if (env !== this.#own.env) this.#own = { env, tmpdir: tmpdir() };
+    return this.#own.tmpdir;
   }
 
   /**
