@@ -19,8 +19,25 @@ import { Sandbox, type SandboxSettings } from './sandbox.js';
 import { lineReader, type RunRequest, type SpawnerEvent, type SpawnerRequest } from './spawner-protocol.js';
 import { monotonicMs, Watchdog } from './watchdog.js';
 
-function send(event: SpawnerEvent): void {
-  process.stdout.write(`${JSON.stringify(event)}\n`);
+/** Events of one turn of the event loop, written together (see `send`). */
+let queued: string[] = [];
+
+/**
+ * Queues an event line for the worker; the lines of one turn of the loop go in one write (a
+ * pipe write that wakes the worker costs more than the line: a quarter of a busy spawner's time).
+ * `now`: written at once, for a line that must be out before this process exits.
+ */
+function send(event: SpawnerEvent, now = false): void {
+  queued.push(`${JSON.stringify(event)}\n`);
+  if (now) flush();
+  else if (queued.length === 1) setImmediate(flush);
+}
+
+function flush(): void {
+  if (queued.length === 0) return;
+  const lines = queued.join('');
+  queued = [];
+  process.stdout.write(lines);
 }
 
 interface Run {
@@ -41,7 +58,7 @@ let sandbox: Sandbox;
 try {
   sandbox = Sandbox.create(settings);
 } catch (error) {
-  send({ ev: 'fatal', message: error instanceof Error ? error.message : String(error) });
+  send({ ev: 'fatal', message: error instanceof Error ? error.message : String(error) }, true);
   process.exit(1);
 }
 // fd 3 is the worker's pipe of beats, handed on to the watchdog (see Spawner).
