@@ -25,55 +25,17 @@ import {
 } from '@libos/protocol';
 import { z } from 'zod';
 import type { KernelCore } from './core.js';
-import { fromRedisError, KernelError, parseOrThrow } from './errors.js';
+import { KernelError, parseOrThrow } from './errors.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
 import { storedMessage } from './message-tools.js';
-import type { RedisClient } from './redis-client.js';
+import { pipelined, redisCall } from './redis-client.js';
 import { budgetOf, field, iso, outcomeOf, type ProcessRow, rowFromFlat, statusOf, viewOf } from './rows.js';
-
-/** A Redis call whose failure leaves as a KernelError (`unavailable` when Redis is down). */
-export function redisCall<T>(call: Promise<T>): Promise<T> {
-  return call.catch((error: unknown) => {
-    throw fromRedisError(error);
-  });
-}
-
-/** Redis's clock in ms (TIME): the one every lease and due time is compared with. */
-export async function redisNowMs(redis: RedisClient): Promise<number> {
-  const [seconds, micros] = await redisCall(redis.time());
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}
-
-/**
- * The members of each sorted set scored at most `upTo`, at most `limit` of each: all the sets read
- * at once (sent together, one round trip on an auto-pipelined connection), not one after another.
- * What the periodic sweeps read of every shard, mostly finding nothing.
- */
-export function dueIn(
-  redis: RedisClient,
-  sets: readonly string[],
-  upTo: number,
-  limit: number,
-): Promise<string[][]> {
-  return Promise.all(sets.map((set) => redisCall(redis.zrangebyscore(set, '-inf', upTo, 'LIMIT', 0, limit))));
-}
 
 /** A key's hash tag (`{…}`), or the whole key when it has none: keys alike share a slot. */
 function hashTagOf(key: string): string {
   const open = key.indexOf('{');
   const close = open < 0 ? -1 : key.indexOf('}', open + 1);
   return close > open + 1 ? key.slice(open + 1, close) : key;
-}
-
-/** The results of a pipeline, each failure as a KernelError. */
-export async function pipelined(pipeline: {
-  exec(): Promise<[Error | null, unknown][] | null>;
-}): Promise<unknown[]> {
-  const results = (await redisCall(pipeline.exec())) ?? [];
-  return results.map(([error, value]) => {
-    if (error) throw fromRedisError(error);
-    return value;
-  });
 }
 
 const stringRecordSchema = z.record(z.string(), z.string());

@@ -27,12 +27,13 @@ import {
   type TreeCountsResult,
 } from '@libos/protocol';
 import { z } from 'zod';
-import { AdminReads, redisCall } from './admin-reads.js';
+import { AdminReads } from './admin-reads.js';
 import { budgetUnits, type CallOptions, type KernelCore, storedCapability } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
 import { IndexAdmin, type IndexCounts } from './index-admin.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
 import type { ProcessTools } from './process-tools.js';
+import { redisCall } from './redis-client.js';
 import { field, outcomeOf, rowFromFlat, statusOf, viewOf } from './rows.js';
 import { mintToken, newRootPid } from './tokens.js';
 

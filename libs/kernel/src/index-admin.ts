@@ -1,10 +1,9 @@
 import { PROCESS_STATUSES, type ProcessStatus } from '@libos/protocol';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { pipelined, redisCall } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
-import { mastersOf } from './redis-client.js';
+import { mastersOf, pipelined, redisCall } from './redis-client.js';
 import type { IndexRecord } from './scripts.js';
 
 /** What the index counts, summed over its shards (for metrics). */

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { type ProcessView, pidSchema, rootOf, shardOf } from '@libos/protocol';
 import { z } from 'zod';
-import { dueIn, redisCall, redisNowMs } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { parseOrThrow } from './errors.js';
 import { luaList } from './lua-json.js';
+import { dueIn, redisCall, redisNowMs } from './redis-client.js';
 import { rowFromFlat, viewOf } from './rows.js';
 import type { GcMark, ScriptReply } from './scripts.js';
 

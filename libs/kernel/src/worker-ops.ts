@@ -15,10 +15,10 @@ import {
   rootOf,
 } from '@libos/protocol';
 import { z } from 'zod';
-import { dueIn, redisCall, redisNowMs } from './admin-reads.js';
 import type { KernelCore } from './core.js';
 import { KernelError, parseOrThrow } from './errors.js';
 import { ALL_INDEX_SHARDS } from './keys.js';
+import { dueIn, redisCall, redisNowMs } from './redis-client.js';
 import {
   budgetOf,
   field,
