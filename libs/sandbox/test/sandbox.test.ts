@@ -84,6 +84,38 @@ describe('a sandboxed launch', () => {
     );
   });
 
+  it('a program found on PATH for one launch and gone by the next fails that launch to spawn', async () => {
+    const bin = join(work, 'bin');
+    mkdirSync(bin, { recursive: true });
+    const program = join(bin, 'libos-found-once');
+    writeFileSync(program, `#!/bin/sh\nread -r request; out=ran; ${RESULT}\n`, { mode: 0o755 });
+    const launch = () =>
+      contractRun({
+        command: 'libos-found-once',
+        args: ['{result_file}'],
+        input: {},
+        kind: 'k',
+        id: 't',
+        deadlineMs: 10_000,
+        env: { PATH: `${bin}:/usr/bin:/bin` },
+        confinement: sandbox.confine({
+          cwd: work,
+          paths: [],
+          runtime: [],
+          limits: DEFAULT_LIMITS,
+          network: 'host',
+        }),
+      });
+    const first = await launch();
+    expect([first.terminal, first.report]).toEqual([{ type: 'captured' }, 'ran']);
+    rmSync(program);
+    const second = await launch();
+    expect(second.terminal).toEqual({
+      type: 'failed',
+      reason: 'child spawn failed: spawn libos-found-once ENOENT',
+    });
+  });
+
   it('a fork bomb stops at the pids limit; the processes die with the launch', async () => {
     // The bomb runs in a subshell (dash exits when a fork fails); the count is read with builtins
     // only, since no fork is left while its processes live.
