@@ -94,7 +94,7 @@ export class CgroupHost {
       cgroup = new ChildCgroup(this.support, dirs);
       this.#open.set(name, cgroup);
     }
-    cgroup.kill();
+    cgroup.empty();
     cgroup.limit(limits);
     return cgroup;
   }
@@ -167,6 +167,20 @@ export class ChildCgroup {
     if (!this.support.freeze) return false;
     if (this.support.version === 2) return tryWrite(join(this.#dir('v2') ?? '', 'cgroup.freeze'), '0');
     return tryWrite(join(this.#dir('freezer') ?? '', 'freezer.state'), 'THAWED');
+  }
+
+  /** Seen empty at its last launch's release: its next launch need not look again. */
+  #seenEmpty = false;
+
+  /** Records that the cgroup was just seen empty (a launch's release). */
+  sawEmpty(): void {
+    this.#seenEmpty = true;
+  }
+
+  /** Before a launch: kills whatever is left, unless the last release saw it empty. */
+  empty(): void {
+    if (this.#seenEmpty) this.#seenEmpty = false;
+    else this.kill();
   }
 
   /**

@@ -342,16 +342,16 @@ export class ChildSandbox implements Confinement {
     // launch in ten still shows that init here, for a millisecond or two. The waits start short
     // and grow, so a launch's result is not held a whole period for it.
     const cgroup = this.#cgroup;
-    for (
-      let wait = 1, waited = 0;
-      cgroup && waited < 500 && cgroup.pids().length > 0;
-      wait = Math.min(2 * wait, 20)
-    ) {
+    let left = cgroup?.pids().length ?? 0;
+    for (let wait = 1, waited = 0; cgroup && left > 0 && waited < 500; wait = Math.min(2 * wait, 20)) {
       cgroup.kill();
       await new Promise((resolve) => setTimeout(resolve, wait));
       waited += wait;
+      left = cgroup.pids().length;
     }
-    if (!cgroup || cgroup.pids().length === 0) this.pool?.release(this.uid);
+    if (left > 0) return;
+    cgroup?.sawEmpty();
+    this.pool?.release(this.uid);
   }
 }
 
