@@ -79,8 +79,8 @@ export class CgroupHost {
   }
 
   /**
-   * The cgroup (set) named `name`, created if missing, emptied of anything left in it, with
-   * `limits` written. Creating and removing cgroups costs milliseconds, so a sandbox's cgroup is
+   * The cgroup (set) named `name`, created if missing, emptied of anything left in it (unless the
+   * last launch's release saw it empty), with `limits` written. Creating and removing cgroups costs milliseconds, so a sandbox's cgroup is
    * kept for the next child of the same uid and removed only with `remove`.
    */
   open(name: string, limits: SandboxLimits): ChildCgroup {
@@ -94,7 +94,7 @@ export class CgroupHost {
       cgroup = new ChildCgroup(this.support, dirs);
       this.#open.set(name, cgroup);
     }
-    cgroup.empty();
+    cgroup.killLeftovers();
     cgroup.limit(limits);
     return cgroup;
   }
@@ -142,6 +142,8 @@ export class ChildCgroup {
 
   /** Each cgroup's `cgroup.procs`, held open from the first join to `remove`. */
   #procs: number[] | undefined;
+  #joining = 0;
+  #removed = false;
 
   /**
    * Moves `pid` (the sandbox's init, before it starts the child) into every cgroup: one write to
@@ -149,12 +151,38 @@ export class ChildCgroup {
    * to cgroup.procs may wait for an RCU grace period (see `cgroupJoinsWait`), and made in turn on
    * the spawner's loop it held every other launch of the worker (18 % of a busy spawner's time in
    * a profile). On held descriptors because fs/promises' writeFile opens and closes a FileHandle
-   * each time: three pool round trips a file, measured at ~0.6 ms of a spawner's CPU a launch.
+   * each time: three pool round trips a file, +0.4-0.8 ms of CPU a launch measured alone.
    */
   async join(pid: number): Promise<void> {
-    this.#procs ??= this.dirs.map(({ dir }) => openSync(join(dir, 'cgroup.procs'), 'w'));
+    if (this.#removed) throw new Error('the sandbox cgroup was removed (the worker is closing)');
+    this.#procs ??= this.#openProcs();
+    const procs = this.#procs;
     const text = String(pid);
-    await Promise.all(this.#procs.map((fd) => writeTo(fd, text)));
+    this.#joining += 1;
+    try {
+      await Promise.all(procs.map((fd) => writeTo(fd, text)));
+    } finally {
+      this.#joining -= 1;
+      // Closed only once no write is in flight: a descriptor number reused meanwhile would
+      // receive the pid.
+      if (this.#removed && this.#joining === 0) this.#closeProcs();
+    }
+  }
+
+  #openProcs(): number[] {
+    const fds: number[] = [];
+    try {
+      for (const { dir } of this.dirs) fds.push(openSync(join(dir, 'cgroup.procs'), 'w'));
+      return fds;
+    } catch (error) {
+      for (const fd of fds) closeSync(fd);
+      throw error;
+    }
+  }
+
+  #closeProcs(): void {
+    for (const fd of this.#procs ?? []) closeSync(fd);
+    this.#procs = undefined;
   }
 
   freeze(): boolean {
@@ -172,13 +200,18 @@ export class ChildCgroup {
   /** Seen empty at its last launch's release: its next launch need not look again. */
   #seenEmpty = false;
 
-  /** Records that the cgroup was just seen empty (a launch's release). */
-  sawEmpty(): void {
-    this.#seenEmpty = true;
+  /**
+   * Whether the cgroup holds no process, as a release asks before giving the uid back; undefined
+   * when its member list cannot be read. An empty answer is remembered for `killLeftovers`.
+   */
+  isEmpty(): boolean | undefined {
+    const pids = this.#members();
+    this.#seenEmpty = pids?.length === 0;
+    return pids === undefined ? undefined : pids.length === 0;
   }
 
-  /** Before a launch: kills whatever is left, unless the last release saw it empty. */
-  empty(): void {
+  /** Before a launch: kills whatever is left, unless the last release saw the cgroup empty. */
+  killLeftovers(): void {
     if (this.#seenEmpty) this.#seenEmpty = false;
     else this.kill();
   }
@@ -204,6 +237,10 @@ export class ChildCgroup {
 
   /** The processes still in the sandbox (from the first cgroup; all hold the same ones). */
   pids(): number[] {
+    return this.#members() ?? [];
+  }
+
+  #members(): number[] | undefined {
     const first = this.dirs[0];
     if (!first) return [];
     try {
@@ -212,14 +249,14 @@ export class ChildCgroup {
         .filter((line) => line !== '')
         .map(Number);
     } catch {
-      return [];
+      return undefined;
     }
   }
 
   /** Removes the cgroups; false while a process (a zombie not yet reaped) is still in one. */
   remove(): boolean {
-    for (const fd of this.#procs ?? []) closeSync(fd);
-    this.#procs = undefined;
+    this.#removed = true;
+    if (this.#joining === 0) this.#closeProcs();
     let removed = true;
     for (const { dir } of this.dirs) {
       try {

@@ -341,17 +341,17 @@ export class ChildSandbox implements Confinement {
     // bwrap reports the child's exit before its init has torn the namespaces down: about one
     // launch in ten still shows that init here, for a millisecond or two. The waits start short
     // and grow, so a launch's result is not held a whole period for it.
+    // A member list that cannot be read counts as empty here, as before, but is not remembered
+    // as empty: the uid's next launch then kills whatever is left first.
     const cgroup = this.#cgroup;
-    let left = cgroup?.pids().length ?? 0;
-    for (let wait = 1, waited = 0; cgroup && left > 0 && waited < 500; wait = Math.min(2 * wait, 20)) {
+    let empty = cgroup ? cgroup.isEmpty() : true;
+    for (let wait = 1, waited = 0; cgroup && empty === false && waited < 500; wait = Math.min(2 * wait, 20)) {
       cgroup.kill();
       await new Promise((resolve) => setTimeout(resolve, wait));
       waited += wait;
-      left = cgroup.pids().length;
+      empty = cgroup.isEmpty();
     }
-    if (left > 0) return;
-    cgroup?.sawEmpty();
-    this.pool?.release(this.uid);
+    if (empty !== false) this.pool?.release(this.uid);
   }
 }
 
@@ -454,32 +454,27 @@ function probeUidSwitch(pool: UidPool): string | undefined {
   }
 }
 
-/** Programs found by `requireProgram`, by cwd, PATH and command (bounded: cleared when full). */
-const found = new Map<string, string>();
+/** Programs found by `requireProgram` (bounded: cleared when full). */
+const foundPrograms = new Map<string, string>();
 const FOUND_MAX = 1024;
 
 /**
  * Throws as a spawn would when `command` is no executable file. A program found before is checked
- * again with one stat instead of the PATH search (an access and a stat a directory before it:
- * ~0.2 ms of a spawner's time a launch in a profile). Only whether it exists matters here: the
- * sandbox's own exec searches PATH again.
+ * again on its own instead of searching PATH (an access and a stat for each directory before it:
+ * ~0.2 ms of a spawner's time a launch in a profile); when that fails, PATH is searched again.
+ * Only whether it exists matters here: the sandbox's own exec searches PATH itself.
  */
 function requireProgram(command: string, cwd: string, path: string | undefined): void {
-  const key = `${cwd}\0${path}\0${command}`;
-  const known = found.get(key);
-  if (known !== undefined && isExecutableFile(known)) return;
+  const key = JSON.stringify([command.includes('/') ? cwd : '', path ?? null, command]);
+  const known = foundPrograms.get(key);
+  if (known !== undefined && isProgram(known)) return;
   const program = findProgram(command, cwd, path);
   if (program === undefined) {
-    found.delete(key);
+    foundPrograms.delete(key);
     throw new Error(`spawn ${command} ENOENT`);
   }
-  if (found.size >= FOUND_MAX) found.clear();
-  found.set(key, program);
-}
-
-function isExecutableFile(path: string): boolean {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  return stat?.isFile() === true && (stat.mode & 0o111) !== 0;
+  if (foundPrograms.size >= FOUND_MAX) foundPrograms.clear();
+  foundPrograms.set(key, program);
 }
 
 /** The executable file `command` names, as exec would find it (PATH unless it has a slash). */
@@ -490,13 +485,17 @@ function findProgram(command: string, cwd: string, path: string | undefined): st
         .split(':')
         .filter((dir) => dir.startsWith('/'))
         .map((dir) => `${dir}/${command}`);
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {}
+  return candidates.find(isProgram);
+}
+
+/** An executable regular file (any error reaching it: not one). */
+function isProgram(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return statSync(path).isFile();
+  } catch {
+    return false;
   }
-  return undefined;
 }
 
 /** O_PATH (Linux): a descriptor that names a file without opening it (no FIFO blocks, no device wakes). */

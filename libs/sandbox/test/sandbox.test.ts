@@ -84,20 +84,21 @@ describe('a sandboxed launch', () => {
     );
   });
 
-  it('a program found on PATH for one launch and gone by the next fails that launch to spawn', async () => {
-    const bin = join(work, 'bin');
-    mkdirSync(bin, { recursive: true });
-    const program = join(bin, 'libos-found-once');
-    writeFileSync(program, `#!/bin/sh\nread -r request; out=ran; ${RESULT}\n`, { mode: 0o755 });
-    const launch = () =>
-      contractRun({
-        command: 'libos-found-once',
+  it('a program found on PATH is looked for again when it stops being there: another one found, or none', async () => {
+    const [bin, later] = [join(work, 'bin'), join(work, 'later')];
+    for (const dir of [bin, later]) mkdirSync(dir, { recursive: true });
+    // The program says which directory it ran from.
+    const script = `#!/bin/sh\nread -r request; out=$(basename "$(dirname "$0")"); ${RESULT}\n`;
+    writeFileSync(join(bin, 'libos-found'), script, { mode: 0o755 });
+    const launch = async () => {
+      const result = await contractRun({
+        command: 'libos-found',
         args: ['{result_file}'],
         input: {},
         kind: 'k',
         id: 't',
         deadlineMs: 10_000,
-        env: { PATH: `${bin}:/usr/bin:/bin` },
+        env: { PATH: `${bin}:${later}:/usr/bin:/bin` },
         confinement: sandbox.confine({
           cwd: work,
           paths: [],
@@ -106,13 +107,19 @@ describe('a sandboxed launch', () => {
           network: 'host',
         }),
       });
-    const first = await launch();
-    expect([first.terminal, first.report]).toEqual([{ type: 'captured' }, 'ran']);
-    rmSync(program);
-    const second = await launch();
-    expect(second.terminal).toEqual({
+      return result.terminal.type === 'captured' ? result.report : result.terminal;
+    };
+    expect(await launch()).toBe('bin');
+    // Its directory replaced by a file (the one found before is then not even reachable).
+    writeFileSync(join(later, 'libos-found'), script, { mode: 0o755 });
+    rmSync(bin, { recursive: true });
+    writeFileSync(bin, 'not a directory');
+    expect(await launch()).toBe('later');
+    // No longer executable, and nothing else on PATH.
+    chmodSync(join(later, 'libos-found'), 0o644);
+    expect(await launch()).toEqual({
       type: 'failed',
-      reason: 'child spawn failed: spawn libos-found-once ENOENT',
+      reason: 'child spawn failed: spawn libos-found ENOENT',
     });
   });
 
