@@ -1,4 +1,6 @@
 export { ContractRunAbortedError, contractRun } from './contract-run.js';
+// The PATH search exec does, for a launcher that checks a program before it runs it elsewhere.
+export { findExecutable, isExecutableFile } from './executable.js';
 export {
   type ConfinedSpawn,
   type Confinement,

@@ -1,10 +1,10 @@
-import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { constants as fsConstants } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Socket } from 'node:net';
 import { constants as osConstants } from 'node:os';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { getSystemErrorName } from 'node:util';
+import { findExecutable } from './executable.js';
 
 // Launching through glibc's posix_spawn (clone with CLONE_VM|CLONE_VFORK) instead of Node's
 // spawn, whose fork copies the parent's page tables: measured in a 2,000-launch loop, 0.23–0.30 ms
@@ -249,31 +249,6 @@ const reaper = new Reaper();
 function decodeStatus(status: number): number {
   const signal = status & 0x7f;
   return signal === 0 ? (status >> 8) & 0xff : 128 + signal;
-}
-
-/** The file execvp would run, found with the child's PATH (as libuv does), or undefined. */
-function findExecutable(
-  command: string,
-  cwd: string | undefined,
-  pathVar: string | undefined,
-): string | undefined {
-  if (command.includes('/')) return command; // relative to the child's cwd, as exec resolves it
-  for (const dir of (pathVar ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
-    const base = dir === '' ? '.' : dir;
-    const candidate = join(isAbsolute(base) ? base : resolve(cwd ?? '.', base), command);
-    if (isExecutableFile(candidate)) return candidate;
-  }
-  return undefined;
-}
-
-function isExecutableFile(path: string): boolean {
-  if (statSync(path, { throwIfNoEntry: false })?.isFile() !== true) return false;
-  try {
-    accessSync(path, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function errnoName(errno: number): string {

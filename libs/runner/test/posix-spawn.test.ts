@@ -80,6 +80,26 @@ describe('posixSpawn', () => {
     );
   });
 
+  it('skips a PATH entry that is not a directory, as exec does, instead of failing the launch', async () => {
+    const probe = join(dir, 'libos-path-after-file');
+    writeFileSync(probe, '#!/bin/sh\necho "found $0"\n');
+    chmodSync(probe, 0o755);
+    const notADirectory = join(dir, 'passed-as-a-directory');
+    writeFileSync(notADirectory, '');
+    const found = await output(
+      posixSpawn({
+        command: 'libos-path-after-file',
+        args: [],
+        cwd: undefined,
+        env: { PATH: `${notADirectory}:${dir}:/usr/bin:/bin` },
+        stderr: 'inherit',
+        extraPipes: [],
+        fds: [],
+      }),
+    );
+    expect(found.text).toBe(`found ${probe}\n`);
+  });
+
   it('runs in the cwd given, with exactly the environment given', async () => {
     const { text } = await output(launch('pwd; env | sort', { cwd: dir, env: { ONLY: 'this' } }));
     const [cwd, ...env] = text.trim().split('\n');

@@ -80,8 +80,9 @@ export class CgroupHost {
 
   /**
    * The cgroup (set) named `name`, created if missing, emptied of anything left in it (unless the
-   * last launch's release saw it empty), with `limits` written. Creating and removing cgroups costs milliseconds, so a sandbox's cgroup is
-   * kept for the next child of the same uid and removed only with `remove`.
+   * last launch's release saw it empty), with `limits` written. Creating and removing cgroups
+   * costs milliseconds, so a sandbox's cgroup is kept for the next child of the same uid and
+   * removed only with `remove`.
    */
   open(name: string, limits: SandboxLimits): ChildCgroup {
     let cgroup = this.#open.get(name);
@@ -206,8 +207,9 @@ export class ChildCgroup {
    */
   isEmpty(): boolean | undefined {
     const pids = this.#members();
-    this.#seenEmpty = pids?.length === 0;
-    return pids === undefined ? undefined : pids.length === 0;
+    const empty = pids === undefined ? undefined : pids.length === 0;
+    this.#seenEmpty = empty === true;
+    return empty;
   }
 
   /** Before a launch: kills whatever is left, unless the last release saw the cgroup empty. */

@@ -1,9 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import {
-  accessSync,
   chownSync,
   closeSync,
-  constants,
   existsSync,
   lstatSync,
   openSync,
@@ -13,7 +11,8 @@ import {
   realpathSync,
   statSync,
 } from 'node:fs';
-import type { ConfinedSpawn, Confinement } from '@libos/runner';
+import { resolve } from 'node:path';
+import { type ConfinedSpawn, type Confinement, findExecutable, isExecutableFile } from '@libos/runner';
 import { bwrapArgs, isInside, type Mount, type SandboxView, symlinkTarget } from './bwrap.js';
 import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
 import { rlimitArgs, type SandboxLimits, setRlimits, setRlimitsAvailable } from './limits.js';
@@ -467,7 +466,7 @@ const FOUND_MAX = 1024;
 function requireProgram(command: string, cwd: string, path: string | undefined): void {
   const key = JSON.stringify([command.includes('/') ? cwd : '', path ?? null, command]);
   const known = foundPrograms.get(key);
-  if (known !== undefined && isProgram(known)) return;
+  if (known !== undefined && isExecutableFile(known)) return;
   const program = findProgram(command, cwd, path);
   if (program === undefined) {
     foundPrograms.delete(key);
@@ -477,25 +476,14 @@ function requireProgram(command: string, cwd: string, path: string | undefined):
   foundPrograms.set(key, program);
 }
 
-/** The executable file `command` names, as exec would find it (PATH unless it has a slash). */
+/**
+ * The executable file `command` names, as the sandbox's exec will find it: on PATH (the runner's
+ * search, as execvp does it) unless it has a slash, then relative to the cwd.
+ */
 function findProgram(command: string, cwd: string, path: string | undefined): string | undefined {
-  const candidates = command.includes('/')
-    ? [command.startsWith('/') ? command : `${cwd}/${command}`]
-    : (path ?? '/usr/bin:/bin')
-        .split(':')
-        .filter((dir) => dir.startsWith('/'))
-        .map((dir) => `${dir}/${command}`);
-  return candidates.find(isProgram);
-}
-
-/** An executable regular file (any error reaching it: not one). */
-function isProgram(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
+  if (!command.includes('/')) return findExecutable(command, cwd, path);
+  const program = resolve(cwd, command);
+  return isExecutableFile(program) ? program : undefined;
 }
 
 /** O_PATH (Linux): a descriptor that names a file without opening it (no FIFO blocks, no device wakes). */
