@@ -16,6 +16,11 @@ export interface ReaperOptions {
   /** A runnable process older than this whose job is gone is enqueued again. */
   relaunchAfterMs: number;
   /**
+   * Runnable rows one sweep reads for lost launches, with their jobs (default 500). A pass over
+   * them starts once per `relaunchAfterMs` and reads one page a sweep.
+   */
+  relaunchPage?: number;
+  /**
    * How often the derived status and lease indexes are rebuilt from the rows (by one coordinator
    * of the fleet): a worker that died between its claim and its index write would otherwise hide
    * an expired lease from the sweep.
@@ -51,6 +56,8 @@ export class Reaper {
   private stopping = false;
   private lastRepair = Date.now();
   private lastRelaunch = 0;
+  /** The relaunch pass under way: the shards it reads and where its next page starts. */
+  private relaunchPass: { shards: string; cursor: string | undefined } | undefined;
   private readonly shards: ReaperShards;
 
   constructor(
@@ -103,56 +110,72 @@ export class Reaper {
     for (const recovery of report.recovered) {
       this.log.warn({ pid: recovery.pid, status: recovery.status }, 'lease expired');
     }
-    // It reads every runnable row (a few fields each) and old ones' jobs: once per window is enough.
-    if (Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
+    // A pass reads every runnable row old enough (a few fields each) and its job: one per window,
+    // one page a sweep, so a sweep's work stays bounded however long the queue (a whole pass each
+    // window made a long queue's drain cost its length squared).
+    const held = shards.join(',');
+    if (this.relaunchPass?.shards !== held) this.relaunchPass = undefined;
+    if (!this.relaunchPass && Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
       this.lastRelaunch = Date.now();
-      report.relaunched = await this.relaunchLost(shards);
+      this.relaunchPass = { shards: held, cursor: undefined };
+    }
+    if (this.relaunchPass) {
+      const pass = this.relaunchPass;
+      const page = await this.relaunchLost(shards, pass.cursor);
+      report.relaunched = page.relaunched;
+      if (page.next === undefined) this.relaunchPass = undefined;
+      else pass.cursor = page.next;
     }
     return report;
   }
 
-  private async relaunchLost(shards: number[]): Promise<string[]> {
+  /** One page of a relaunch pass: its lost launches enqueued again, and where the next page starts. */
+  private async relaunchLost(
+    shards: number[],
+    cursor: string | undefined,
+  ): Promise<{ relaunched: string[]; next: string | undefined }> {
     const cutoff = Date.now() - this.options.relaunchAfterMs;
     const relaunched: string[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await this.kernel.admin.staleLaunches(cutoff, cursor, 500, shards);
-      // The page's jobs are looked up together (one pipelined round trip, not one per launch):
-      // a long queue has every launch in it older than the window.
-      const gone = await Promise.all(page.launches.map((launch) => this.jobGone(launch)));
-      for (const [index, launch] of page.launches.entries()) {
-        const job = gone[index];
-        if (job === false) continue;
-        // The page was read before the jobs: a launch claimed and ended meanwhile has a finished
-        // (or trimmed) job too. Read again after the job, a row still runnable is really lost.
-        // (One gone, deleted after its retention period, or unreadable now is left to a later sweep.)
-        const row = await this.kernel.admin.getProcess(launch.pid).catch(() => undefined);
-        if (row?.status !== 'runnable' || row.attempt !== launch.attempt) continue;
-        // A finished job's id, still taken, would block the same id being enqueued again.
-        if (job !== undefined) {
-          // One job that will not go must not stop the sweep of the rows after it.
-          const removed = await job.remove().then(
-            () => true,
-            (error: unknown) =>
-              this.log.warn({ pid: launch.pid, err: error }, 'finished launch job not removed'),
-          );
-          if (!removed) continue;
-        }
-        // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
-        await this.kernel.admin.launchOf(launch.pid).then(
-          () => {
-            relaunched.push(launch.pid);
-            this.log.warn(
-              { pid: launch.pid, attempt: launch.attempt },
-              'runnable without a live job: enqueued again',
-            );
-          },
-          (error: unknown) => this.log.warn({ pid: launch.pid, err: error }, 'relaunch refused'),
+    const page = await this.kernel.admin.staleLaunches(
+      cutoff,
+      cursor,
+      this.options.relaunchPage ?? 500,
+      shards,
+    );
+    // The page's jobs are looked up together (one pipelined round trip, not one per launch):
+    // a long queue has every launch in it older than the window.
+    const gone = await Promise.all(page.launches.map((launch) => this.jobGone(launch)));
+    for (const [index, launch] of page.launches.entries()) {
+      const job = gone[index];
+      if (job === false) continue;
+      // The page was read before the jobs: a launch claimed and ended meanwhile has a finished
+      // (or trimmed) job too. Read again after the job, a row still runnable is really lost.
+      // (One gone, deleted after its retention period, or unreadable now is left to a later sweep.)
+      const row = await this.kernel.admin.getProcess(launch.pid).catch(() => undefined);
+      if (row?.status !== 'runnable' || row.attempt !== launch.attempt) continue;
+      // A finished job's id, still taken, would block the same id being enqueued again.
+      if (job !== undefined) {
+        // One job that will not go must not stop the sweep of the rows after it.
+        const removed = await job.remove().then(
+          () => true,
+          (error: unknown) =>
+            this.log.warn({ pid: launch.pid, err: error }, 'finished launch job not removed'),
         );
+        if (!removed) continue;
       }
-      cursor = page.next_cursor ?? undefined;
-    } while (cursor);
-    return relaunched;
+      // The kernel hands the launch to onLaunch, which enqueues it under the same job id.
+      await this.kernel.admin.launchOf(launch.pid).then(
+        () => {
+          relaunched.push(launch.pid);
+          this.log.warn(
+            { pid: launch.pid, attempt: launch.attempt },
+            'runnable without a live job: enqueued again',
+          );
+        },
+        (error: unknown) => this.log.warn({ pid: launch.pid, err: error }, 'relaunch refused'),
+      );
+    }
+    return { relaunched, next: page.next_cursor ?? undefined };
   }
 
   /**

@@ -159,3 +159,61 @@ test('a launch that ran and ended after the sweep read it as runnable is neither
     await reaper.stop();
   }
 });
+
+test('a relaunch pass reads one page of runnable rows a sweep, goes on from there, and starts again after the window', async () => {
+  await h.coordinator.reaper.stop(); // this test's reaper sweeps alone
+  const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 5 } });
+  const parent = h.as(root.token!);
+  const lost: string[] = [];
+  for (let i = 0; i < 5; i++) lost.push((await parent.spawn({ goal: `lost ${i}`, image: 'echo' })).pid);
+  const queue = h.coordinator.launcher.queueOf('default', lost[0]!);
+  for (const pid of lost) await (await queue.getJob(launchJobId(pid, 1)))?.remove();
+  const windowMs = 300;
+  await new Promise((resolve) => setTimeout(resolve, windowMs + 50));
+
+  // The kernel's own answers, each page's call recorded.
+  const { kernel, launcher } = h.coordinator;
+  const calls: { cursor: string | undefined; limit: number | undefined; next: string | null }[] = [];
+  const admin = Object.create(kernel.admin) as Kernel['admin'];
+  admin.staleLaunches = async (before, cursor, limit, shards) => {
+    const page = await kernel.admin.staleLaunches(before, cursor, limit, shards);
+    calls.push({ cursor, limit, next: page.next_cursor });
+    return page;
+  };
+  const staged = Object.assign(Object.create(kernel) as Kernel, { admin });
+  const reaper = new Reaper(staged, launcher, pino({ level: 'silent' }), {
+    intervalMs: 3_600_000,
+    relaunchAfterMs: windowMs,
+    relaunchPage: 2,
+  });
+  try {
+    const relaunched: string[] = [];
+    let sweeps = 0;
+    do {
+      const report = await reaper.sweep();
+      sweeps += 1;
+      expect(calls).toHaveLength(sweeps); // one page a sweep
+      const call = calls[sweeps - 1]!;
+      expect(call.limit).toBe(2);
+      // The first page starts the pass; each later one starts where the one before ended.
+      expect(call.cursor).toBe(sweeps === 1 ? undefined : (calls[sweeps - 2]!.next ?? undefined));
+      expect(report.relaunched.length).toBeLessThanOrEqual(2);
+      relaunched.push(...report.relaunched);
+    } while (calls[sweeps - 1]!.next !== null && sweeps < 100);
+    expect(sweeps).toBeGreaterThanOrEqual(3); // five lost launches, two rows a page
+    expect(relaunched).toEqual(expect.arrayContaining(lost));
+    for (const pid of lost)
+      expect((await queue.getJob(launchJobId(pid, 1)))?.data).toEqual({ pid, attempt: 1 });
+
+    // The pass is over: the next waits for the window, then starts from the top and finds nothing lost.
+    await reaper.sweep();
+    expect(calls).toHaveLength(sweeps);
+    await new Promise((resolve) => setTimeout(resolve, windowMs + 50));
+    const again = await reaper.sweep();
+    expect(calls).toHaveLength(sweeps + 1);
+    expect(calls[sweeps]!.cursor).toBeUndefined();
+    expect(again.relaunched).toEqual([]);
+  } finally {
+    await reaper.stop();
+  }
+});

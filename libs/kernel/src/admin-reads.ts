@@ -90,6 +90,11 @@ interface CandidatePage {
   exhausted: boolean;
 }
 type CandidateSource = (after: string | undefined, count: number) => Promise<CandidatePage>;
+/** Creation times (ms) an index read keeps to: after `after` (exclusive), at or before `before`. */
+interface CreatedBounds {
+  after?: number;
+  before?: number;
+}
 /** A member of an index set: its creation time and pid. */
 interface IndexPosition {
   score: number;
@@ -171,20 +176,21 @@ export class AdminReads {
           ? keys.indexStatus(shard, q.status)
           : keys.indexAll(shard);
     await redisCall(this.core.index.drain());
-    return (after, count) => this.indexCandidates(keyOf, after, count, q.created_after);
+    return (after, count) => this.indexCandidates(keyOf, after, count, { after: q.created_after });
   }
 
   /**
    * A page of an index set (scored by creation time) over index shards, newest first after
    * `after` (`<score>:<pid>`; ties run in descending pid order). The order is one total order, so
    * the cursor means the same in every shard: each shard gives its next `count` and the merge
-   * keeps the newest `count`. A page reads at most `count` members per shard.
+   * keeps the newest `count`. A page reads at most `count` members per shard. `created` bounds
+   * the creation times read (ms): after `after`, and at or before `before`.
    */
   async indexCandidates(
     keyOf: (shard: number) => string,
     after: string | undefined,
     count: number,
-    createdAfter?: number,
+    created: CreatedBounds = {},
     shards: readonly number[] = ALL_INDEX_SHARDS,
   ): Promise<CandidatePage> {
     let from: IndexPosition | undefined;
@@ -194,7 +200,7 @@ export class AdminReads {
       from = { score: Number(match[1]), pid: match[2] };
     }
     const pages = await Promise.all(
-      shards.map((shard) => this.shardCandidates(keyOf(shard), from, count, createdAfter)),
+      shards.map((shard) => this.shardCandidates(keyOf(shard), from, count, created)),
     );
     const merged = pages.flatMap((page) => page.items).sort(newestFirst);
     const items = merged.slice(0, count).map(({ score, pid }) => ({ pid, cursor: `${score}:${pid}` }));
@@ -206,12 +212,12 @@ export class AdminReads {
     key: string,
     from: IndexPosition | undefined,
     count: number,
-    createdAfter: number | undefined,
+    { after: createdAfter, before: createdBefore }: CreatedBounds,
   ): Promise<{ items: IndexPosition[]; exhausted: boolean }> {
     const items: IndexPosition[] = [];
     const min = createdAfter === undefined ? '-inf' : `(${createdAfter}`;
-    let max = '+inf';
-    if (from !== undefined) {
+    let max = createdBefore === undefined ? '+inf' : String(createdBefore);
+    if (from !== undefined && (createdBefore === undefined || from.score <= createdBefore)) {
       // first the rest of the cursor's score (its members after the cursor's pid), then older
       if (createdAfter === undefined || from.score > createdAfter) {
         const same = await redisCall(this.core.redis.zrange(key, from.score, from.score, 'BYSCORE', 'REV'));

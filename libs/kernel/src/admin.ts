@@ -195,7 +195,8 @@ export class AdminOps {
    * Worker-driven runnable processes whose row has not changed since `before` (ms since the
    * epoch): launches that may have been recorded but never enqueued (the reaper checks their
    * jobs). Reads six fields per runnable row, not whole views, a page at a time, over `shards`
-   * (every index shard, or those the reaper holds).
+   * (every index shard, or those the reaper holds). Rows created after `before` are not read:
+   * the index is scored by creation time, so a page starts at the newest row old enough.
    */
   async staleLaunches(
     before: number,
@@ -208,7 +209,7 @@ export class AdminOps {
       (shard) => this.core.keys.indexStatus(shard, 'runnable'),
       cursor,
       limit,
-      undefined,
+      { before },
       shards,
     );
     const page = candidates.items.map((item) => item.pid);

@@ -167,6 +167,31 @@ describe('the index shards', () => {
     expect(first).not.toContain(a);
     expect(await k().worker.reapExpired(100, [shardA])).toEqual([{ pid: a, status: 'paused' }]);
   });
+
+  it('stale launches start at the newest row old enough: rows created after the bound are not read', async () => {
+    const parent = (await root(env)).pid;
+    const queued = () => k().tools.spawn_child_process({ pid: parent }, { goal: 'queued', image: 'echo' });
+    const old = await queued();
+    await sleep(5);
+    const before = Date.now();
+    await sleep(5);
+    const young = await Promise.all(Array.from({ length: 3 }, queued));
+    // One row a page: the first page is the old launch, not a young row left out (an empty page).
+    const first = await k().admin.staleLaunches(before, undefined, 1);
+    expect(first.launches.map((launch) => launch.pid)).toEqual([old.pid]);
+    // Paged on, the pass sees every old launch and none of the young ones.
+    const seen = [...first.launches];
+    let cursor = first.next_cursor;
+    while (cursor) {
+      const page = await k().admin.staleLaunches(before, cursor, 1);
+      seen.push(...page.launches);
+      cursor = page.next_cursor;
+    }
+    const pids = seen.map((launch) => launch.pid);
+    expect(pids).toContain(old.pid);
+    for (const one of young) expect(pids).not.toContain(one.pid);
+    expect(new Set(pids).size).toBe(pids.length);
+  });
 });
 
 // On a Cluster (LIBOS_TEST_REDIS=cluster) the kernel always batches: redis-cluster.test.ts.
