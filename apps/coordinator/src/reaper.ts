@@ -56,8 +56,8 @@ export class Reaper {
   private stopping = false;
   private lastRepair = Date.now();
   private lastRelaunch = 0;
-  /** The relaunch pass under way: the shards it reads and where its next page starts. */
-  private relaunchPass: { shards: string; cursor: string | undefined } | undefined;
+  /** The relaunch pass under way: where its next page starts. */
+  private relaunchPass: { cursor: string | undefined } | undefined;
   private readonly shards: ReaperShards;
 
   constructor(
@@ -112,12 +112,12 @@ export class Reaper {
     }
     // A pass reads every runnable row old enough (a few fields each) and its job: one per window,
     // one page a sweep, so a sweep's work stays bounded however long the queue (a whole pass each
-    // window made a long queue's drain cost its length squared).
-    const held = shards.join(',');
-    if (this.relaunchPass?.shards !== held) this.relaunchPass = undefined;
+    // window made a long queue's drain cost its length squared). The cursor is one order over
+    // every shard, so a pass goes on when the shards held change: a newly held shard's rows newer
+    // than the cursor are read by the next pass.
     if (!this.relaunchPass && Date.now() - this.lastRelaunch >= this.options.relaunchAfterMs) {
       this.lastRelaunch = Date.now();
-      this.relaunchPass = { shards: held, cursor: undefined };
+      this.relaunchPass = { cursor: undefined };
     }
     if (this.relaunchPass) {
       const pass = this.relaunchPass;

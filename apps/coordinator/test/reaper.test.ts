@@ -102,7 +102,7 @@ test('a launch still in the pre-upgrade {libos} queue is not lost to the reaper,
 });
 
 test('a launch that ran and ended after the sweep read it as runnable is neither enqueued again nor reported', async () => {
-  // The coordinator's own reaper lets go of the index shards (the last test: it is not needed again).
+  // The coordinator's own reaper lets go of the index shards (the tests after this one sweep alone).
   await h.coordinator.reaper.stop();
   const root = await h.admin.createProcess({ goal: 'parent', resource_budget: { children: 1 } });
   const parent = h.as(root.token!);
@@ -168,7 +168,8 @@ test('a relaunch pass reads one page of runnable rows a sweep, goes on from ther
   for (let i = 0; i < 5; i++) lost.push((await parent.spawn({ goal: `lost ${i}`, image: 'echo' })).pid);
   const queue = h.coordinator.launcher.queueOf('default', lost[0]!);
   for (const pid of lost) await (await queue.getJob(launchJobId(pid, 1)))?.remove();
-  const windowMs = 300;
+  // Long enough that the whole pass and the sweep after it run within one window on a loaded machine.
+  const windowMs = 1_500;
   await new Promise((resolve) => setTimeout(resolve, windowMs + 50));
 
   // The kernel's own answers, each page's call recorded.

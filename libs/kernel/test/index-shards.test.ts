@@ -171,6 +171,10 @@ describe('the index shards', () => {
   it('stale launches start at the newest row old enough: rows created after the bound are not read', async () => {
     const parent = (await root(env)).pid;
     const queued = () => k().tools.spawn_child_process({ pid: parent }, { goal: 'queued', image: 'echo' });
+    const older = await queued();
+    await sleep(5);
+    const earlier = Date.now();
+    await sleep(5);
     const old = await queued();
     await sleep(5);
     const before = Date.now();
@@ -179,6 +183,12 @@ describe('the index shards', () => {
     // One row a page: the first page is the old launch, not a young row left out (an empty page).
     const first = await k().admin.staleLaunches(before, undefined, 1);
     expect(first.launches.map((launch) => launch.pid)).toEqual([old.pid]);
+    // The reaper's next page has a later bound: the cursor, not the bound, says where it goes on.
+    const next = await k().admin.staleLaunches(Date.now(), first.next_cursor ?? undefined, 1);
+    expect(next.launches.map((launch) => launch.pid)).toEqual([older.pid]);
+    // A bound older than the cursor (a clock stepped back) starts at the bound.
+    const back = await k().admin.staleLaunches(earlier, first.next_cursor ?? undefined, 1);
+    expect(back.launches.map((launch) => launch.pid)).toEqual([older.pid]);
     // Paged on, the pass sees every old launch and none of the young ones.
     const seen = [...first.launches];
     let cursor = first.next_cursor;
