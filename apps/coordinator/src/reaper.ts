@@ -120,11 +120,9 @@ export class Reaper {
       this.relaunchPass = { cursor: undefined };
     }
     if (this.relaunchPass) {
-      const pass = this.relaunchPass;
-      const page = await this.relaunchLost(shards, pass.cursor);
+      const page = await this.relaunchLost(shards, this.relaunchPass.cursor);
       report.relaunched = page.relaunched;
-      if (page.next === undefined) this.relaunchPass = undefined;
-      else pass.cursor = page.next;
+      this.relaunchPass = page.next === undefined ? undefined : { cursor: page.next };
     }
     return report;
   }
