@@ -7,14 +7,20 @@
 // work.
 // Then the same parts' CPU per second while the cluster is idle (--idle-s, 10).
 //   npm run build && node --import tsx --conditions=@libos/source bench/cluster-cpu.ts [--children N] [--idle-s N]
+//     [--isolation auto|strict|none]
 import { parseArgs } from 'node:util';
 import { type Parts, partMeters, spentDuring, startBenchCluster } from './lib/cluster.js';
 import { bareLoop, CHILD_SCRIPTS, clusterThroughput, execaChild } from './lib/loops.js';
 import { cpuMs } from './lib/proc.js';
 
 const { values } = parseArgs({
-  options: { children: { type: 'string', default: '400' }, 'idle-s': { type: 'string', default: '10' } },
+  options: {
+    children: { type: 'string', default: '400' },
+    'idle-s': { type: 'string', default: '10' },
+    isolation: { type: 'string', default: 'auto' },
+  },
 });
+const ISOLATION = values.isolation === 'none' ? 'none' : values.isolation === 'strict' ? 'strict' : 'auto';
 const N = Number(values.children);
 const IDLE_S = Number(values['idle-s']);
 const STAMP = CHILD_SCRIPTS.stamp;
@@ -48,7 +54,7 @@ await measure(
 );
 
 // As `libos up` runs on one host: Redis over its unix socket.
-const cluster = await startBenchCluster();
+const cluster = await startBenchCluster({ isolation: ISOLATION });
 let meters: Awaited<ReturnType<typeof partMeters>> | undefined;
 try {
   await cluster.admin.putImage('stamp', {

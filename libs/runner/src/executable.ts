@@ -20,10 +20,14 @@ export function findExecutable(
   return undefined;
 }
 
-/** An executable regular file; any error reaching it (a PATH entry that is a file: ENOTDIR) means not. */
+/**
+ * An executable regular file; any error reaching it (a PATH entry that is a file: ENOTDIR) means
+ * not. A missing file answers without an exception: a search tries it in each PATH directory
+ * before the one that has it, and the thrown ENOENTs were three quarters of a search's CPU.
+ */
 export function isExecutableFile(path: string): boolean {
   try {
-    if (!statSync(path).isFile()) return false;
+    if (!statSync(path, { throwIfNoEntry: false })?.isFile()) return false;
     accessSync(path, constants.X_OK);
     return true;
   } catch {

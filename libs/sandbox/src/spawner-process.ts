@@ -104,7 +104,8 @@ function run(request: RunRequest): void {
       return classifyLaunch({ launched: false, failure: TOO_LATE });
     }
     confinement = request.confine ? sandbox.confine(request.confine, disarm) : undefined;
-    // Armed before the spawn, with the uid: from here on the child dies unless beats come.
+    // Armed before the spawn, with the uid: from here on the child dies unless beats come. (An
+    // unconfined one, with nothing the watchdog could kill yet, is sent with its group at the spawn.)
     if (fence && deadline !== undefined) {
       armed.add(fence.id);
       watchdog.arm(fence.id, deadline, { uid: confinement?.uid });

@@ -4,7 +4,8 @@
 // lease. Plain JavaScript with no imports, so it starts in ~40 ms under plain node.
 //
 // stdin, one JSON object a line, from the worker:
-//   {"op":"arm","id":ID,"deadline":MS,"uid":U?}  kill ID's processes once CLOCK_MONOTONIC passes MS
+//   {"op":"arm","id":ID,"deadline":MS,"uid":U?,"pgid":P?}  kill ID's processes (uid U, group P)
+//                                                 once CLOCK_MONOTONIC passes MS
 //   {"op":"target","id":ID,"pgid":P}              ID's launcher leads process group P
 //   {"op":"beat","id":ID,"deadline":MS}           the lease was renewed: a new deadline
 //   {"op":"disarm","id":ID}                        ID's child is gone: forget it
@@ -128,6 +129,7 @@ function handle(line, beatsOnly = false) {
     armed.set(id, {
       deadline: message.deadline,
       ...(typeof message.uid === 'number' ? { uid: message.uid } : {}),
+      ...(typeof message.pgid === 'number' ? { pgid: message.pgid } : {}),
     });
   } else if (op === 'target' && typeof message.pgid === 'number') {
     const entry = armed.get(id);

@@ -18,6 +18,9 @@ export interface WatchdogFiring {
   killed: number;
 }
 
+/** Whether the watchdog could kill anything of a launch: it has been told its uid or its group. */
+const killable = (target: WatchdogTarget) => target.uid !== undefined || target.pgid !== undefined;
+
 const SCRIPT = fileURLToPath(new URL('./watchdog-process.mjs', import.meta.url));
 
 /**
@@ -30,6 +33,8 @@ const SCRIPT = fileURLToPath(new URL('./watchdog-process.mjs', import.meta.url))
 export class Watchdog {
   #process: ChildProcess | undefined;
   readonly #armed = new Map<string, { deadline: number } & WatchdogTarget>();
+  /** Lines of this turn of the event loop, written together (see `#send`). */
+  #queued: string[] = [];
   #closed = false;
 
   /**
@@ -45,29 +50,41 @@ export class Watchdog {
     this.#start();
   }
 
+  /**
+   * Kill `id`'s processes once `deadline` passes without a beat. With a uid it is written at once
+   * (with what is queued before it), so the child is armed before it is spawned. Without a uid or
+   * a group the watchdog could kill nothing of it: it is sent with its group, by `target`.
+   */
   arm(id: string, deadline: number, target: WatchdogTarget): void {
-    this.#armed.set(id, { deadline, ...target });
-    this.#send({ op: 'arm', id, deadline, ...(target.uid === undefined ? {} : { uid: target.uid }) });
-    if (target.pgid !== undefined) this.#send({ op: 'target', id, pgid: target.pgid });
+    const entry = { deadline, ...target };
+    this.#armed.set(id, entry);
+    if (!killable(entry)) return;
+    this.#sendArm(id, entry);
+    this.#flush();
   }
 
   /** The launch's launcher leads process group `pgid` (known once it is spawned). */
   target(id: string, pgid: number): void {
     const entry = this.#armed.get(id);
     if (!entry) return;
+    const sent = killable(entry);
     entry.pgid = pgid;
-    this.#send({ op: 'target', id, pgid });
+    if (sent) this.#send({ op: 'target', id, pgid });
+    else this.#sendArm(id, entry);
   }
 
   beat(id: string, deadline: number): void {
     const entry = this.#armed.get(id);
     if (!entry || deadline <= entry.deadline) return;
     entry.deadline = deadline;
-    this.#send({ op: 'beat', id, deadline });
+    if (killable(entry)) this.#send({ op: 'beat', id, deadline });
   }
 
   disarm(id: string): void {
-    if (this.#armed.delete(id)) this.#send({ op: 'disarm', id });
+    const entry = this.#armed.get(id);
+    if (!entry) return;
+    this.#armed.delete(id);
+    if (killable(entry)) this.#send({ op: 'disarm', id });
   }
 
   /** Stops the watchdog; launches still armed are killed by it on the way out. */
@@ -77,6 +94,8 @@ export class Watchdog {
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
     proc.ref(); // waited for now
+    // A disarm still queued must arrive: at EOF the watchdog kills every launch it holds armed.
+    this.#flush();
     proc.stdin?.end();
     await exited;
   }
@@ -108,6 +127,8 @@ export class Watchdog {
       if (this.#closed) return;
       this.onRestart(`the watchdog exited (${signal ?? code}); starting another`);
       this.#start();
+      // What was queued for the dead one: the new one learns the whole state from the re-arms.
+      this.#queued = [];
       for (const [id, entry] of this.#armed) this.arm(id, entry.deadline, entry);
     });
     // It must not keep a closing worker alive, nor be what keeps the event loop running.
@@ -115,7 +136,31 @@ export class Watchdog {
     (proc.stdout as unknown as { unref?: () => void } | null)?.unref?.();
   }
 
+  /**
+   * Queues a line; the lines of one turn of the event loop go in one write. A pipe write that
+   * wakes the watchdog costs more than the line, and a sandboxed launch sends three (arm,
+   * target, disarm); an unconfined one two (its arm goes with its group).
+   * Only an arm must be out before what follows it (the spawn): it flushes at once.
+   */
   #send(message: Record<string, unknown>): void {
-    this.#process?.stdin?.write(`${JSON.stringify(message)}\n`);
+    this.#queued.push(`${JSON.stringify(message)}\n`);
+    if (this.#queued.length === 1) setImmediate(() => this.#flush());
+  }
+
+  #sendArm(id: string, { deadline, uid, pgid }: { deadline: number } & WatchdogTarget): void {
+    this.#send({
+      op: 'arm',
+      id,
+      deadline,
+      ...(uid === undefined ? {} : { uid }),
+      ...(pgid === undefined ? {} : { pgid }),
+    });
+  }
+
+  #flush(): void {
+    if (this.#queued.length === 0) return;
+    const lines = this.#queued.join('');
+    this.#queued = [];
+    this.#process?.stdin?.write(lines);
   }
 }

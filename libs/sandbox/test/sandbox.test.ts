@@ -259,6 +259,40 @@ describe('the watchdog', () => {
     expect(kept.signalCode).toBe('SIGKILL');
   });
 
+  it('arms a launch with neither uid nor group once its group is known, and kills it at its deadline', async () => {
+    const fired: string[] = [];
+    const watchdog = new Watchdog((firing) => fired.push(firing.id));
+    const child = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    watchdog.arm('unconfined', monotonicMs() + 300, {});
+    watchdog.beat('unconfined', monotonicMs() + 400); // the latest deadline goes with the group
+    watchdog.target('unconfined', child.pid!);
+    await exited;
+    expect(child.signalCode).toBe('SIGKILL');
+    await eventually(() => fired.length > 0);
+    expect(fired).toEqual(['unconfined']);
+    await watchdog.close();
+  });
+
+  it('gets a disarm queued in the same turn as its close: what was disarmed is not killed at the EOF', async () => {
+    const watchdog = new Watchdog();
+    const done = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    const armed = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    watchdog.arm('done', monotonicMs() + 60_000, { pgid: done.pid });
+    watchdog.arm('armed', monotonicMs() + 60_000, { pgid: armed.pid });
+    // Its lines of one turn are written together, after the turn; the close must not lose them.
+    watchdog.disarm('done');
+    const armedExit = new Promise((resolve) => armed.once('exit', resolve));
+    await watchdog.close();
+    await armedExit;
+    expect(armed.signalCode).toBe('SIGKILL');
+    // Both would be killed in one pass; the other's exit would be seen by now.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(done.exitCode).toBeNull();
+    expect(done.signalCode).toBeNull();
+    done.kill('SIGKILL');
+  });
+
   it('wakes for a deadline armed before the one it waits for, and for a beaten one once the beats stop', async () => {
     const fired: string[] = [];
     const watchdog = new Watchdog((firing) => fired.push(firing.id));
