@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { mintToken } from '@libos/kernel';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
@@ -277,6 +278,50 @@ describe('long-polls', () => {
     expect(res.body).toMatchObject({ ready: false, messages: [] });
     // The harness's window is 2 s; an early answer would make every SDK wait a busy loop.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+  });
+
+  test('a client that goes away ends its long-poll: the wait lets go of its wake-up', async () => {
+    const root = await h.admin.createProcess({ goal: 'leaves early' });
+    const hub = h.coordinator.kernel.wakeHub;
+    const before = hub.size;
+    const onShutdown = () => getEventListeners(h.coordinator.shutdown.signal, 'abort').length;
+    const shutdownListeners = onShutdown();
+    const controller = new AbortController();
+    const receiving = fetch(`${h.coordinator.url}/v1/tools/receive_process_messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${root.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ channel: 'never' }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await expect.poll(() => hub.size).toBeGreaterThan(before);
+    controller.abort();
+    expect(await receiving).toBeInstanceOf(Error);
+    // Well inside the 2 s window: the abort, not the window's end, let go of it.
+    await expect.poll(() => hub.size, { timeout: 1_000 }).toBe(before);
+    // Nor does the coordinator's shutdown signal keep anything of it.
+    expect(onShutdown()).toBe(shutdownListeners);
+  });
+
+  test('a coordinator that closes answers its open long-polls at once, not at the window’s end', async () => {
+    const own = await startHarness({ LIBOS_LONG_POLL_MS: '20000' });
+    try {
+      const root = await own.admin.createProcess({ goal: 'outlives its coordinator' });
+      const hub = own.coordinator.kernel.wakeHub;
+      const receiving = raw(own.coordinator.url, '/v1/tools/receive_process_messages', {
+        method: 'POST',
+        token: root.token!,
+        body: JSON.stringify({ channel: 'never' }),
+      });
+      await expect.poll(() => hub.size).toBeGreaterThan(0);
+      const closedAt = Date.now();
+      await own.coordinator.close();
+      const res = await receiving;
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ ready: false, messages: [] });
+      expect(Date.now() - closedAt).toBeLessThan(5_000);
+    } finally {
+      await own.stop();
+    }
   });
 
   test('a message arriving during the window answers the blocked receive at once', async () => {
