@@ -53,14 +53,13 @@ export class Watchdog {
   /**
    * Kill `id`'s processes once `deadline` passes without a beat. With a uid it is written at once
    * (with what is queued before it), so the child is armed before it is spawned. Without a uid or
-   * a group the watchdog could kill nothing of it: it is sent with its group, by `target`.
+   * a group the watchdog could kill nothing of it: it is sent with its group, by `target`, also at
+   * once.
    */
   arm(id: string, deadline: number, target: WatchdogTarget): void {
     const entry = { deadline, ...target };
     this.#armed.set(id, entry);
-    if (!killable(entry)) return;
-    this.#sendArm(id, entry);
-    this.#flush();
+    if (killable(entry)) this.#sendArm(id, entry);
   }
 
   /** The launch's launcher leads process group `pgid` (known once it is spawned). */
@@ -140,13 +139,18 @@ export class Watchdog {
    * Queues a line; the lines of one turn of the event loop go in one write. A pipe write that
    * wakes the watchdog costs more than the line, and a sandboxed launch sends three (arm,
    * target, disarm); an unconfined one two (its arm goes with its group).
-   * Only an arm must be out before what follows it (the spawn): it flushes at once.
+   * An arm goes at once (`#sendArm`).
    */
   #send(message: Record<string, unknown>): void {
     this.#queued.push(`${JSON.stringify(message)}\n`);
     if (this.#queued.length === 1) setImmediate(() => this.#flush());
   }
 
+  /**
+   * An arm is written at once, with what is queued before it: a confined child's before it is
+   * spawned, an unconfined one's as soon as its group is known (as its target was: nothing else
+   * fences an unconfined child whose spawner is killed before the turn ends).
+   */
   #sendArm(id: string, { deadline, uid, pgid }: { deadline: number } & WatchdogTarget): void {
     this.#send({
       op: 'arm',
@@ -155,6 +159,7 @@ export class Watchdog {
       ...(uid === undefined ? {} : { uid }),
       ...(pgid === undefined ? {} : { pgid }),
     });
+    this.#flush();
   }
 
   #flush(): void {
