@@ -1,4 +1,5 @@
 import { getEventListeners } from 'node:events';
+import { createConnection } from 'node:net';
 import { mintToken } from '@libos/kernel';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
@@ -286,16 +287,17 @@ describe('long-polls', () => {
     const before = hub.size;
     const onShutdown = () => getEventListeners(h.coordinator.shutdown.signal, 'abort').length;
     const shutdownListeners = onShutdown();
-    const controller = new AbortController();
-    const receiving = fetch(`${h.coordinator.url}/v1/tools/receive_process_messages`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${root.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ channel: 'never' }),
-      signal: controller.signal,
-    }).catch((error: unknown) => error);
+    // Its own connection (not a pooled one), closed from this end while the poll is held.
+    const body = JSON.stringify({ channel: 'never' });
+    const { port } = new URL(h.coordinator.url);
+    const socket = createConnection({ host: '127.0.0.1', port: Number(port) });
+    socket.on('error', () => undefined);
+    socket.write(
+      `POST /v1/tools/receive_process_messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${root.token}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
     await expect.poll(() => hub.size).toBeGreaterThan(before);
-    controller.abort();
-    expect(await receiving).toBeInstanceOf(Error);
+    socket.destroy();
     // Well inside the 2 s window: the abort, not the window's end, let go of it.
     await expect.poll(() => hub.size, { timeout: 1_000 }).toBe(before);
     // Nor does the coordinator's shutdown signal keep anything of it.
