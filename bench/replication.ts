@@ -63,8 +63,8 @@ async function main(): Promise<void> {
   while (!/master_link_status:up/.test(await replicaClient.info('replication'))) {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  // One connection per kernel, auto-pipelined as the coordinator's is.
-  const clients = [0, 1].map(() => new Redis(primary.url, { enableAutoPipelining: true }));
+  // One connection per kernel, as the coordinator has (not auto-pipelined).
+  const clients = [0, 1].map(() => new Redis(primary.url));
   const kernels = clients.map(
     (redis, replicas) =>
       new Kernel({ redis, keyPrefix: 'bench:', replication: { replicas, timeoutMs: 5_000 } }),

@@ -28,7 +28,7 @@ export async function redisNowMs(redis: RedisClient): Promise<number> {
 
 /**
  * The members of each sorted set scored at most `upTo`, at most `limit` of each: all the sets read
- * at once (sent together, one round trip on an auto-pipelined connection), not one after another.
+ * at once (all in flight together: one round trip), not one after another.
  * What the periodic sweeps read of every shard, mostly finding nothing.
  */
 export function dueIn(

@@ -23,7 +23,7 @@ interface PendingWait {
  * WAIT covers every write its connection sent before it. So when a write's reply has arrived and
  * a WAIT sent on the same connection has not been answered yet, that WAIT came after the write
  * and covers it: `confirm` joins it; else it sends one (after the reply, so it follows the write).
- * With auto-pipelining the writes of a burst share one WAIT. (A script ioredis had to resend as
+ * The writes of a burst share one WAIT. (A script ioredis had to resend as
  * EVAL after NOSCRIPT, as on a new primary, replies after a WAIT sent meanwhile: that WAIT is
  * answered by then and is not joined.)
  *
