@@ -36,7 +36,6 @@ const TRACE = { NODE_OPTIONS: `--import=${fileURLToPath(new URL('./lib/gc-trace.
 
 /** One collection as `--trace-gc-nvp` prints it: `... pause=1.2 ... gc=s ... promoted=123 ...`. */
 interface Collection {
-  at: number;
   kind: 'scavenge' | 'full';
   pauseMs: number;
   promoted: number;
@@ -47,9 +46,7 @@ function collections(log: string): Collection[] {
     const gc = / gc=(\w+) /.exec(line)?.[1];
     if (gc === undefined) continue;
     const number = (name: string) => Number(new RegExp(` ${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
-    const at = Number(/ (\d+) ms: /.exec(line)?.[1] ?? 0);
     found.push({
-      at,
       kind: gc === 's' ? 'scavenge' : 'full',
       pauseMs: number('pause'),
       promoted: number('promoted'),
