@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_TOKEN,
   Cluster,
+  describeProcess,
   eventually,
   isAlive,
   procState,
@@ -400,7 +401,17 @@ describe('a process page', () => {
     await Promise.all([popup.close(), board.close()]);
 
     await page.getByRole('button', { name: 'Pause' }).click();
-    await eventually(() => (procState(osPid as number) === 'T' ? true : undefined), { what: 'state T' });
+    await eventually(() => (procState(osPid as number) === 'T' ? true : undefined), {
+      what: 'state T',
+    }).catch(async (error: unknown) => {
+      // A rare failure of full CI runs, not reproduced alone: say what each part holds, for next time.
+      const view = await cluster.admin.getProcess(child.pid).catch((e: unknown) => String(e));
+      throw new Error(
+        `${error instanceof Error ? error.message : String(error)}; the ticker ${osProcessReport(osPid as number)}; ` +
+          `the process ${typeof view === 'string' ? view : JSON.stringify({ status: view.status, attempt: view.attempt })}; ` +
+          `the page says ${await page.locator('h1').textContent()}`,
+      );
+    });
     await page.locator('h1 .status-paused').waitFor();
     await sleep(200);
     const frozen = (await files.lines('ticks')).length;
@@ -632,4 +643,20 @@ function clientCount(list: unknown): number {
   return String(list)
     .split('\n')
     .filter((line) => line.includes('id=') && !line.includes('cmd=client|list')).length;
+}
+
+/** A process's state, pending and blocked signals and freezer state, for a failure's message. */
+function osProcessReport(pid: number): string {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const field = (name: string) => new RegExp(`\\n${name}:\\s+(\\S+)`).exec(status)?.[1];
+    const freezer = /^\d+:freezer:(.*)$/m.exec(readFileSync(`/proc/${pid}/cgroup`, 'utf8'))?.[1];
+    let frozen: string | undefined;
+    try {
+      if (freezer) frozen = readFileSync(`/sys/fs/cgroup/freezer${freezer}/freezer.state`, 'utf8').trim();
+    } catch {}
+    return `${describeProcess(pid)} (SigPnd ${field('SigPnd')}, ShdPnd ${field('ShdPnd')}, SigBlk ${field('SigBlk')}, freezer ${freezer ?? 'none'} ${frozen ?? ''})`;
+  } catch {
+    return `${pid} (gone)`;
+  }
 }
