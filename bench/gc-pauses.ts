@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Cluster } from '@libos/e2e';
+import { startBenchCluster } from './lib/cluster.js';
 import { CHILD_SCRIPTS } from './lib/loops.js';
 
 const { values } = parseArgs({
@@ -62,15 +62,11 @@ const quantile = (values: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 };
 
-process.env.E2E_FROM_DIST = '1';
-const cluster = await Cluster.start({
-  workers: 2,
-  concurrency: 4,
-  fsync: 'everysec',
-  unixSocket: true,
+const cluster = await startBenchCluster({
+  isolation: ISOLATION,
   logDir: LOGS,
-  coordinatorEnv: { LIBOS_LOG_LEVEL: 'warn', ...TRACE },
-  workerEnv: { LIBOS_ISOLATION: ISOLATION, ...TRACE },
+  coordinatorEnv: TRACE,
+  workerEnv: TRACE,
 });
 const toStart: number[] = [];
 const toWake: number[] = [];

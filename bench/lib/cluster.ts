@@ -21,6 +21,8 @@ export interface BenchClusterOptions {
   via?: 'unix' | 'tcp';
   isolation?: 'auto' | 'strict' | 'none';
   coordinatorEnv?: Record<string, string>;
+  /** Added to each worker's environment (`LIBOS_ISOLATION` is `isolation`'s). */
+  workerEnv?: Record<string, string>;
   /** Each part's stdout and stderr go to `<logDir>/<part>.log` rather than this terminal. */
   logDir?: string;
 }
@@ -31,7 +33,7 @@ export function startBenchCluster(options: BenchClusterOptions = {}): Promise<Cl
     workers: options.workers ?? 2,
     concurrency: options.perWorker ?? 4,
     fsync: options.fsync ?? 'everysec',
-    workerEnv: { LIBOS_ISOLATION: options.isolation ?? 'auto' },
+    workerEnv: { ...options.workerEnv, LIBOS_ISOLATION: options.isolation ?? 'auto' },
     ...(options.logDir === undefined ? {} : { logDir: options.logDir }),
   } as const;
   if (options.shape === 'fleet') {
