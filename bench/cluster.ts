@@ -31,6 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Cluster } from '@libos/e2e';
 import { tsChildLaunch } from '@libos/examples';
+import { msBetween, nowNs } from './lib/clock.js';
 import { PART_NAMES, type Parts, partMeters, spentDuring, startBenchCluster } from './lib/cluster.js';
 import {
   bareLoop,
@@ -118,8 +119,6 @@ function summary(samples: number[]) {
     mean: +mean.toFixed(2),
   };
 }
-const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
-const msBetween = (fromNs: number | bigint, toNs: bigint) => Number(toNs - BigInt(fromNs)) / 1e6;
 const logBytes = () => readdirSync(LOGS).reduce((sum, name) => sum + statSync(join(LOGS, name)).size, 0);
 
 /**

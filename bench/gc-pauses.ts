@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { msBetween, nowNs } from './lib/clock.js';
 import { startBenchCluster } from './lib/cluster.js';
 import { CHILD_SCRIPTS } from './lib/loops.js';
 
@@ -55,8 +56,6 @@ function collections(log: string): Collection[] {
   return found;
 }
 
-const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
-const msBetween = (from: bigint, to: bigint) => Number(to - from) / 1e6;
 const quantile = (values: number[], q: number) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;

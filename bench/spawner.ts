@@ -23,6 +23,7 @@ import { encodeRequestLine } from '@libos/contract';
 import { contractRun } from '@libos/runner';
 import { DEFAULT_LIMITS, Sandbox, type SandboxSettings, Spawner } from '@libos/sandbox';
 import { execa } from 'execa';
+import { nowNs } from './lib/clock.js';
 
 const { values } = parseArgs({
   options: {
@@ -184,7 +185,6 @@ async function throughput(name: string): Promise<Round> {
   };
 }
 
-const nowNs = () => BigInt(Date.now()) * 1_000_000n + (process.hrtime.bigint() % 1_000_000n);
 /** Call → the child's first instruction, and its exit → the result back here (its own clock). */
 async function latency(name: string): Promise<{ start: number[]; back: number[] }> {
   const { one } = modes[name]!;
