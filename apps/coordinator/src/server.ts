@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { RedisClient } from '@libos/kernel';
@@ -91,6 +92,9 @@ export async function buildServer(
     config.LIBOS_LAUNCH_SHARDS,
   );
   const shutdown = new AbortController();
+  // Each long-poll in flight listens on it (abortOnClose) until its response closes: as many as
+  // there are open waits, so Node's warning past 10 listeners would only be noise in the log.
+  setMaxListeners(0, shutdown.signal);
   const app = Fastify<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger>({
     loggerInstance: logger,
     // Fastify's two lines per request go at info; two requests per child made them a measurable

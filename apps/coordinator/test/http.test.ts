@@ -304,6 +304,33 @@ describe('long-polls', () => {
     expect(onShutdown()).toBe(shutdownListeners);
   });
 
+  test('many long-polls at once: each listens on the shutdown signal, and Node warns of no leak', async () => {
+    const root = await h.admin.createProcess({ goal: 'many waits' });
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const listeners = () => getEventListeners(h.coordinator.shutdown.signal, 'abort').length;
+      const shutdownListeners = listeners();
+      const polls = Array.from({ length: 12 }, (_, i) =>
+        raw(h.coordinator.url, '/v1/tools/receive_process_messages', {
+          method: 'POST',
+          token: root.token!,
+          body: JSON.stringify({ channel: `never-${i}` }),
+        }),
+      );
+      // All 12 held at once: each its own listener on the signal.
+      await expect.poll(listeners).toBe(shutdownListeners + 12);
+      for (const res of await Promise.all(polls)) expect(res.body).toMatchObject({ ready: false });
+      // A warning is emitted on the next tick after the listener that crossed the limit.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning');
+      expect(listeners()).toBe(shutdownListeners);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   test('a coordinator that closes answers its open long-polls at once, not at the window’s end', async () => {
     const own = await startHarness({ LIBOS_LONG_POLL_MS: '20000' });
     try {
