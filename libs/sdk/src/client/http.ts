@@ -1,5 +1,6 @@
 import { Agent, type Dispatcher, request } from 'undici';
 import type { z } from 'zod';
+import { onAbort, shareSignal } from './abort-listener.js';
 import { errorFromResponse, LibosError } from './errors.js';
 
 export interface HttpOptions {
@@ -76,6 +77,8 @@ export class Http {
   ): Promise<{ data: z.infer<S>; raw: Record<string, unknown> }> {
     let status: number;
     let text: string;
+    // undici listens on the signal for the request's life: one listener per call in flight.
+    shareSignal(options.signal);
     try {
       const response = await request(`${this.base}${path}`, {
         method,
@@ -160,13 +163,12 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      stopListening();
       resolve();
     }, ms);
-    const onAbort = () => {
+    const stopListening = onAbort(signal, () => {
       clearTimeout(timer);
       reject(signal?.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
+    });
   });
 }

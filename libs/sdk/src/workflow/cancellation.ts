@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { onAbort } from '../client/abort-listener.js';
 
 /**
  * The cancellation scope of the current task. Combinators run each thunk inside their group's
@@ -35,14 +36,13 @@ export function abortReason(signal: AbortSignal): unknown {
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortReason(signal));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortReason(signal as AbortSignal));
-    };
     const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      stopListening();
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const stopListening = onAbort(signal, () => {
+      clearTimeout(timer);
+      reject(abortReason(signal as AbortSignal));
+    });
   });
 }

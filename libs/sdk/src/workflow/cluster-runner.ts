@@ -1,4 +1,5 @@
 import type { BudgetRequest, CapabilityInput, Outcome, ToolArgs, ToolResult } from '@libos/protocol';
+import { onAbort } from '../client/abort-listener.js';
 import { LibosError } from '../client/errors.js';
 import { isRetryable, sleep } from '../client/http.js';
 import type { ProcessClient } from '../client/process-client.js';
@@ -177,21 +178,21 @@ class BatchWaiter {
     if (ended) return Promise.resolve(ended);
     if (this.#failure) return Promise.reject(this.#failure.error);
     return new Promise((resolve, reject) => {
-      const onAbort = () => {
+      const abandon = () => {
         this.#waiting.delete(pid);
         this.#abandoned.add(pid);
         if (this.pids.every((p) => this.#abandoned.has(p) || this.#ended.has(p))) this.#stop.abort();
         reject(signal?.reason);
       };
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) return abandon();
+      const stopListening = onAbort(signal, abandon);
       this.#waiting.set(pid, {
         resolve: (done) => {
-          signal?.removeEventListener('abort', onAbort);
+          stopListening();
           resolve(done);
         },
         reject: (error) => {
-          signal?.removeEventListener('abort', onAbort);
+          stopListening();
           reject(error);
         },
       });

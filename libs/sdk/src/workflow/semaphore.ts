@@ -1,3 +1,4 @@
+import { onAbort } from '../client/abort-listener.js';
 import { abortReason } from './cancellation.js';
 
 /** A FIFO counting semaphore whose waiters can be cancelled (a cancelled waiter never takes a slot). */
@@ -17,16 +18,15 @@ export class Semaphore {
     }
     return new Promise((resolve, reject) => {
       const grant = () => {
-        signal?.removeEventListener('abort', onAbort);
+        stopListening();
         resolve();
       };
-      const onAbort = () => {
+      this.#waiters.push(grant);
+      const stopListening = onAbort(signal, () => {
         const i = this.#waiters.indexOf(grant);
         if (i !== -1) this.#waiters.splice(i, 1);
         reject(abortReason(signal as AbortSignal));
-      };
-      this.#waiters.push(grant);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      });
     });
   }
 
