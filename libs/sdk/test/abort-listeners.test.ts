@@ -34,8 +34,13 @@ describe('a signal shared by many operations', () => {
     });
     const wf = new Workflow({ runner, maxConcurrent: 1 });
     const controller = new AbortController();
+    // The calls wait on the group's signal, which the thunks are given (the group follows `signal`).
+    let group: AbortSignal | undefined;
     const running = parallel(
-      Array.from({ length: 12 }, (_, i) => () => wf.agent({ prompt: `p${i}`, kind: 'k' })),
+      Array.from({ length: 12 }, (_, i) => (signal: AbortSignal) => {
+        group = signal;
+        return wf.agent({ prompt: `p${i}`, kind: 'k' });
+      }),
       { signal: controller.signal },
     );
     await new Promise((resolve) => setImmediate(resolve));
@@ -43,7 +48,7 @@ describe('a signal shared by many operations', () => {
     const results = await running;
     expect(results.every((r) => r.ok)).toBe(true);
     expect(await warned()).toEqual([]);
-    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(group as AbortSignal, 'abort')).toHaveLength(0);
   });
 
   it('12 requests in flight with one signal: no leak warning, and the signal still cancels them', async () => {
