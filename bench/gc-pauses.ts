@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { msBetween, nowNs } from './lib/clock.js';
 import { startBenchCluster } from './lib/cluster.js';
+import { collections, quantile } from './lib/gc-log.js';
 import { CHILD_SCRIPTS } from './lib/loops.js';
 
 const { values } = parseArgs({
@@ -34,32 +35,6 @@ const ISOLATION = values.isolation === 'auto' ? 'auto' : 'none';
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const LOGS = mkdtempSync(join(tmpdir(), 'libos-gc-pauses-'));
 const TRACE = { NODE_OPTIONS: `--import=${fileURLToPath(new URL('./lib/gc-trace.mjs', import.meta.url))}` };
-
-/** One collection as `--trace-gc-nvp` prints it: `... pause=1.2 ... gc=s ... promoted=123 ...`. */
-interface Collection {
-  kind: 'scavenge' | 'full';
-  pauseMs: number;
-  promoted: number;
-}
-function collections(log: string): Collection[] {
-  const found: Collection[] = [];
-  for (const line of log.split('\n')) {
-    const gc = / gc=(\w+) /.exec(line)?.[1];
-    if (gc === undefined) continue;
-    const number = (name: string) => Number(new RegExp(` ${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
-    found.push({
-      kind: gc === 's' ? 'scavenge' : 'full',
-      pauseMs: number('pause'),
-      promoted: number('promoted'),
-    });
-  }
-  return found;
-}
-
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-};
 
 const cluster = await startBenchCluster({
   isolation: ISOLATION,

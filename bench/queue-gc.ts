@@ -16,6 +16,7 @@ import { setFlagsFromString } from 'node:v8';
 import { startRedis } from '@libos/testkit';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { collections, quantile } from './lib/gc-log.js';
 
 const { values } = parseArgs({
   options: {
@@ -108,21 +109,15 @@ if (values.role === 'worker') {
   await exited;
   await server.stop();
 
-  const scavenges = trace
-    .split('\n')
-    .filter((line) => / gc=s /.test(line))
-    .map((line) => ({
-      promotedKiB: Number(/ promoted=(\d+)/.exec(line)?.[1] ?? 0) / 1024,
-      pauseMs: Number(/ pause=([\d.]+)/.exec(line)?.[1] ?? 0),
-    }));
-  const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
-  const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)] ?? Number.NaN;
+  const scavenges = collections(trace)
+    .filter((c) => c.kind === 'scavenge')
+    .map((c) => ({ promotedKiB: c.promoted / 1024, pauseMs: c.pauseMs }));
   const promoted = scavenges.map((s) => s.promotedKiB);
   const pauses = scavenges.map((s) => s.pauseMs);
   process.stdout.write(
     `${scavenges.map((s) => `${s.promotedKiB.toFixed(0)} KiB/${s.pauseMs} ms`).join(', ')}\n` +
       `${jobs} jobs in ${seconds.toFixed(1)} s, v8 flags "${values['v8-flags']}": ${scavenges.length} scavenges, ` +
-      `promoted KiB a scavenge median ${median(promoted).toFixed(0)}, max ${Math.max(0, ...promoted).toFixed(0)}, ` +
-      `total ${promoted.reduce((a, b) => a + b, 0).toFixed(0)}; pause median ${median(pauses)} ms, max ${Math.max(0, ...pauses)} ms\n`,
+      `promoted KiB a scavenge median ${quantile(promoted, 0.5).toFixed(0)}, max ${Math.max(0, ...promoted).toFixed(0)}, ` +
+      `total ${promoted.reduce((a, b) => a + b, 0).toFixed(0)}; pause median ${quantile(pauses, 0.5)} ms, max ${Math.max(0, ...pauses)} ms\n`,
   );
 }
