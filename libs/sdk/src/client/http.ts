@@ -159,6 +159,7 @@ export function isRetryable(error: unknown): boolean {
   return error instanceof LibosError && (error.code === 'transport' || error.code === 'unavailable');
 }
 
+/** Waits `ms`; rejects at once with the signal's reason if it aborts first (the client's and the workflow's retries). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);

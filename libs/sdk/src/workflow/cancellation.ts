@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { onAbort } from '../client/abort-listener.js';
 
 /**
  * The cancellation scope of the current task. Combinators run each thunk inside their group's
@@ -31,18 +30,4 @@ export function isAbortError(error: unknown): boolean {
 /** The error a cancelled operation rejects with: the signal's reason when it is an error. */
 export function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortReason(signal));
-    const timer = setTimeout(() => {
-      stopListening();
-      resolve();
-    }, ms);
-    const stopListening = onAbort(signal, () => {
-      clearTimeout(timer);
-      reject(abortReason(signal as AbortSignal));
-    });
-  });
 }

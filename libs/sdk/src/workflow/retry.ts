@@ -1,4 +1,5 @@
-import { currentSignal, sleep } from './cancellation.js';
+import { sleep } from '../client/http.js';
+import { currentSignal } from './cancellation.js';
 import { AgentFailed, WorkflowError } from './errors.js';
 
 /** The delay in ms before retry number `retry` (1 for the first retry). */
