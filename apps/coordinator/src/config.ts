@@ -32,6 +32,11 @@ export const coordinatorConfigSchema = z.object({
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
+  /**
+   * At shutdown, how long requests in flight may take to finish (open long-polls answer at once);
+   * connections still open after it are closed.
+   */
+  LIBOS_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
   /** A console session (the `/ui` login) ends this long after it began. */
   LIBOS_CONSOLE_SESSION_TTL_MS: int(8 * 60 * 60 * 1000),
   /** Console sessions kept at once (in Redis, shared by every coordinator); a login beyond ends the oldest. */

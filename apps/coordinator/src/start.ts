@@ -96,7 +96,7 @@ export async function startCoordinator(
     close() {
       closing ??= (async () => {
         parts.shutdown.abort(new Error('the coordinator is shutting down'));
-        await parts.app.close();
+        await closeServer(parts.app, config.LIBOS_SHUTDOWN_GRACE_MS, logger);
         await reaper.stop();
         parts.memoryGuard.stop();
         await parts.sweeper.stop();
@@ -129,5 +129,22 @@ async function warnIfTooFewReplicas(redis: RedisClient, required: number, logger
     }
   } catch {
     // Redis unreachable at start: the outage log says so
+  }
+}
+
+/**
+ * Fastify's close, bounded: requests in flight get `graceMs`, then every connection still open is
+ * closed. Node's own close waits for any connection whose request has begun, and a client that
+ * went quiet mid-request held a shutdown until Node's header and request timeouts (73 s measured).
+ */
+async function closeServer(app: ServerParts['app'], graceMs: number, logger: Logger): Promise<void> {
+  const forced = setTimeout(() => {
+    logger.warn({ grace_ms: graceMs }, 'shutdown grace over: closing the connections still open');
+    app.server.closeAllConnections();
+  }, graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(forced);
   }
 }

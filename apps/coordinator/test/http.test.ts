@@ -353,6 +353,45 @@ describe('long-polls', () => {
     }
   });
 
+  test('a shutdown lets requests in flight finish for LIBOS_SHUTDOWN_GRACE_MS, then closes what is still open', async () => {
+    const own = await startHarness({ LIBOS_SHUTDOWN_GRACE_MS: '1500' });
+    const url = new URL(own.coordinator.url);
+    const open = async () => {
+      const socket = createConnection({ host: url.hostname, port: Number(url.port) });
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let received = '';
+      socket.setEncoding('utf8').on('data', (chunk) => (received += chunk));
+      const ended = new Promise((resolve) => socket.once('close', resolve));
+      return { socket, ended, received: () => received };
+    };
+    try {
+      const root = await own.admin.createProcess({ goal: 'asks while its coordinator stops' });
+      const head = (length: number) =>
+        `POST /v1/tools/get_process HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${root.token}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{`;
+      // One client goes quiet with its body half sent; the other sends the rest during the grace.
+      const quiet = await open();
+      quiet.socket.write(head(100));
+      const slow = await open();
+      slow.socket.write(head(2));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const closedAt = Date.now();
+      const closing = own.coordinator.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      slow.socket.write('}');
+      await expect.poll(slow.received).toMatch(/^HTTP\/1\.1 200 [\s\S]*"pid":"/);
+      await closing;
+      const took = Date.now() - closedAt;
+      // Held by the quiet client for the grace, no longer (Node alone waited 73 s for it).
+      expect(took).toBeGreaterThanOrEqual(1_400);
+      expect(took).toBeLessThan(5_000);
+      await quiet.ended;
+      expect(quiet.received()).toBe('');
+    } finally {
+      await own.stop();
+    }
+  });
+
   test('a message arriving during the window answers the blocked receive at once', async () => {
     const root = await h.admin.createProcess({ goal: 'listener' });
     const me = h.as(root.token!);
