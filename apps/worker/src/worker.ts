@@ -225,7 +225,13 @@ export async function startWorker(
       for (const signals of running) signals.cancel();
       await drained;
     }
-    await new Promise((resolve) => (ops ? ops.close(resolve) : resolve(undefined)));
+    if (ops) {
+      const closed = new Promise((resolve) => ops.close(resolve));
+      // Probes and scrapes have nothing left to wait for; a client gone quiet mid-request would
+      // otherwise hold the close for Node's header and request timeouts (over a minute).
+      ops.closeAllConnections();
+      await closed;
+    }
     await spawner.close();
     await kernel.close();
     await Promise.all([queues.quit(), commands.quit()].map((quit) => quit.catch(() => undefined)));

@@ -1,3 +1,4 @@
+import { createConnection } from 'node:net';
 import { freePort } from '@libos/testkit';
 import { describe, expect, it } from 'vitest';
 import { useHarness } from './helpers.js';
@@ -19,6 +20,21 @@ describe('the worker’s /metrics and /healthz', () => {
     expect(text).toContain('libos_worker_running_children 0');
     expect(text).toContain('libos_worker_watchdog_kills_total 0');
     expect((await fetch(`http://127.0.0.1:${port}/nothing`)).status).toBe(404);
+  });
+
+  it('a client gone quiet mid-request does not hold the worker’s close', async () => {
+    const port = await freePort();
+    const worker = await h.startWorker({ LIBOS_WORKER_PORT: String(port) });
+    const socket = createConnection({ host: '127.0.0.1', port });
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n'); // the headers never end
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = Date.now();
+    await worker.close();
+    // Node's own close waited for Node's header timeout (over a minute).
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await ended;
   });
 
   it('refuses to start in strict mode when a protection cannot be had, naming it', async () => {
