@@ -33,6 +33,11 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
   /**
+   * How long a client has to send one whole request, headers and body (answering may take longer:
+   * long-polls, streams); past it the request is answered 408 and its connection closed.
+   */
+  LIBOS_REQUEST_TIMEOUT_MS: int(30_000),
+  /**
    * At shutdown, how long requests in flight may take to finish (open long-polls answer at once);
    * connections still open after it are closed.
    */

@@ -101,6 +101,14 @@ export async function buildServer(
     // share of a trivial child's CPU. One line per request, at debug, is logged below instead.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
+    // Clients include children, which are untrusted code. Fastify sets no request timeout, so a
+    // body sent a byte at a time held a connection (a descriptor) for as long as the client chose.
+    requestTimeout: config.LIBOS_REQUEST_TIMEOUT_MS,
+    http: {
+      headersTimeout: config.LIBOS_REQUEST_TIMEOUT_MS,
+      // Node checks the timeouts every 30 s by default, which would add up to that much.
+      connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.LIBOS_REQUEST_TIMEOUT_MS / 4)),
+    },
     // Refused below with the error envelope, as every other answer.
     return503OnClosing: false,
     // Router-level and parser-level refusals leave in the error envelope too.

@@ -171,3 +171,51 @@ describe('bodies', () => {
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
+
+describe('slow clients', () => {
+  test('a request still arriving after LIBOS_REQUEST_TIMEOUT_MS is a 408 in the envelope and its connection closes; a long-poll answered later is not cut', async () => {
+    const own = await startHarness({ LIBOS_REQUEST_TIMEOUT_MS: '1000', LIBOS_LONG_POLL_MS: '2500' });
+    try {
+      const root = await own.admin.createProcess({ goal: 'slow clients' });
+      const { hostname, port } = new URL(own.coordinator.url);
+      const exchange = (write: (socket: net.Socket) => void) =>
+        new Promise<{ text: string; ms: number }>((resolve, reject) => {
+          const started = Date.now();
+          const socket = net.connect(Number(port), hostname, () => write(socket));
+          let text = '';
+          socket.setEncoding('utf8');
+          socket.on('data', (chunk) => {
+            text += chunk;
+          });
+          socket.on('error', reject);
+          socket.on('close', () => resolve({ text, ms: Date.now() - started }));
+        });
+      const head =
+        `POST /v1/tools/receive_process_messages HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${root.token}\r\n` +
+        'content-type: application/json\r\nconnection: close\r\n';
+      const body = JSON.stringify({ channel: 'never' });
+      const [trickled, quiet, polled] = await Promise.all([
+        // The body a byte every 100 ms, for longer than the timeout.
+        exchange((socket) => {
+          socket.write(`${head}content-length: ${body.length + 100}\r\n\r\n`);
+          const timer = setInterval(() => socket.writable && socket.write(' '), 100);
+          socket.once('close', () => clearInterval(timer));
+        }),
+        // The headers never end.
+        exchange((socket) => socket.write(head)),
+        // The whole request at once, its answer held by the long-poll past the timeout.
+        exchange((socket) => socket.write(`${head}content-length: ${body.length}\r\n\r\n${body}`)),
+      ]);
+      for (const slow of [trickled, quiet]) {
+        expect(slow.text).toMatch(/^HTTP\/1\.1 408 /);
+        expectEnvelope(JSON.parse(slow.text.slice(slow.text.indexOf('\r\n\r\n') + 4)), 'invalid_argument');
+        expect(slow.ms).toBeLessThan(2_500);
+      }
+      expect(polled.text).toMatch(/^HTTP\/1\.1 200 /);
+      expect(polled.text).toContain('"ready":false');
+      expect(polled.ms).toBeGreaterThanOrEqual(2_400);
+    } finally {
+      await own.stop();
+    }
+  });
+});
