@@ -45,6 +45,7 @@ import {
 } from './lib/loops.js';
 import { mdRow, runPool } from './lib/pool.js';
 import { cpuMs } from './lib/proc.js';
+import { summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -107,17 +108,9 @@ const LOGS = mkdtempSync(join(tmpdir(), 'libos-bench-logs-'));
 const LOG_BYTES = 'log bytes (all parts)';
 
 const stampOutput = (payload: unknown) => payload as { start_ns: number; end_ns: number };
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 function summary(samples: number[]) {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const mean = sorted.reduce((a, b) => a + b, 0) / sorted.length;
-  return {
-    n: sorted.length,
-    p50: +percentile(sorted, 50).toFixed(2),
-    p99: +percentile(sorted, 99).toFixed(2),
-    mean: +mean.toFixed(2),
-  };
+  const { n, p50, p99, mean } = summarize(samples);
+  return { n, p50: +p50.toFixed(2), p99: +p99.toFixed(2), mean: +mean.toFixed(2) };
 }
 const logBytes = () => readdirSync(LOGS).reduce((sum, name) => sum + statSync(join(LOGS, name)).size, 0);
 

@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { Kernel } from '@libos/kernel';
 import { startRedis } from '@libos/testkit';
 import { Redis } from 'ioredis';
+import { quantile } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -50,10 +51,6 @@ const kernels = {
   unbatched: new Kernel({ redis, keyPrefix: 'xc:', limits: { terminateBatch: CHILDREN + 1 } }),
 };
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
-}
-
 async function exitOnce(kernel: Kernel): Promise<Sample> {
   const root = await kernel.admin.createRoot({
     goal: 'exit cascade',
@@ -82,8 +79,8 @@ async function exitOnce(kernel: Kernel): Promise<Sample> {
   return {
     calls: micros.length,
     us_max: micros.at(-1) ?? 0,
-    us_p99: percentile(micros, 0.99),
-    us_p50: percentile(micros, 0.5),
+    us_p99: quantile(micros, 0.99),
+    us_p50: quantile(micros, 0.5),
     us_total: micros.reduce((a, b) => a + b, 0),
     exit_ms: Math.round(exitMs),
   };

@@ -18,8 +18,9 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { msBetween, nowNs } from './lib/clock.js';
 import { startBenchCluster } from './lib/cluster.js';
-import { collections, quantile } from './lib/gc-log.js';
+import { collections } from './lib/gc-log.js';
 import { CHILD_SCRIPTS } from './lib/loops.js';
+import { quantile } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

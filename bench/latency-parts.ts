@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Cluster } from '@libos/e2e';
+import { summarize } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -131,19 +132,9 @@ for (const s of samples) {
   add('attempt completed → wait answered (wake, HTTP)', s.woke - completed);
   add('**child end → wait answered**', s.woke - s.end);
 }
-const stats = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? Number.NaN;
-  return {
-    n: sorted.length,
-    mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
-    p50: at(0.5),
-    p99: at(0.99),
-  };
-};
 const f = (x: number) => x.toFixed(2);
-const segmentStats = Object.fromEntries(Object.entries(segments).map(([name, xs]) => [name, stats(xs)]));
-const handledStats = Object.fromEntries(Object.entries(handled).map(([url, xs]) => [url, stats(xs)]));
+const segmentStats = Object.fromEntries(Object.entries(segments).map(([name, xs]) => [name, summarize(xs)]));
+const handledStats = Object.fromEntries(Object.entries(handled).map(([url, xs]) => [url, summarize(xs)]));
 const lines = [
   `isolation ${ISOLATION}; ${SAMPLES} stamp children (${CHILD.command}) one at a time after ${WARM_UP} unmeasured, parts at debug`,
   '',

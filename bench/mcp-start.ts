@@ -12,6 +12,7 @@ import { loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { quantile } from './lib/stats.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '15' } } });
 const ROUNDS = Number(values.rounds);
@@ -70,11 +71,12 @@ async function once(args: string[], echo: boolean): Promise<Sample> {
   return { initialize: answers[0] ?? Number.NaN, tools: answers[echo ? 0 : 1] ?? Number.NaN };
 }
 
-const stats = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-  return { min: at(0), median: at(0.5), p90: at(0.9), max: at(1) };
-};
+const stats = (xs: number[]) => ({
+  min: quantile(xs, 0),
+  median: quantile(xs, 0.5),
+  p90: quantile(xs, 0.9),
+  max: quantile(xs, 1),
+});
 
 const samples: Record<string, Sample[]> = Object.fromEntries(Object.keys(VARIANTS).map((name) => [name, []]));
 const loadBefore = loadavg()[0];

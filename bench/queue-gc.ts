@@ -16,7 +16,8 @@ import { setFlagsFromString } from 'node:v8';
 import { startRedis } from '@libos/testkit';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { collections, quantile } from './lib/gc-log.js';
+import { collections } from './lib/gc-log.js';
+import { quantile } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {

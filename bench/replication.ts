@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { Kernel } from '@libos/kernel';
 import { startRedis } from '@libos/testkit';
 import { Redis } from 'ioredis';
+import { quantile } from './lib/stats.js';
 
 function flag(name: string, fallback: string): string {
   const at = process.argv.indexOf(`--${name}`);
@@ -24,10 +25,6 @@ interface Sample {
   p99: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;
-}
-
 async function round(kernel: Kernel, replicas: number, concurrency: number): Promise<Sample> {
   const root = await kernel.admin.createRoot({ goal: 'bench', image: 'bench' });
   const latencies: number[] = [];
@@ -43,13 +40,12 @@ async function round(kernel: Kernel, replicas: number, concurrency: number): Pro
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
   return {
     replicas,
     concurrency,
     spawnsPerSec: Math.round(latencies.length / seconds),
-    p50: Number(percentile(latencies, 0.5).toFixed(3)),
-    p99: Number(percentile(latencies, 0.99).toFixed(3)),
+    p50: Number(quantile(latencies, 0.5).toFixed(3)),
+    p99: Number(quantile(latencies, 0.99).toFixed(3)),
   };
 }
 

@@ -24,6 +24,7 @@ import { contractRun } from '@libos/runner';
 import { DEFAULT_LIMITS, Sandbox, type SandboxSettings, Spawner } from '@libos/sandbox';
 import { execa } from 'execa';
 import { nowNs } from './lib/clock.js';
+import { quantile } from './lib/stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -196,12 +197,10 @@ async function latency(name: string): Promise<{ start: number[]; back: number[] 
     back.push(Number(nowNs() - BigInt(output.end_ns)) / 1e6);
     start.push(Number(BigInt(output.start_ns) - at) / 1e6);
   }
-  return { start: start.sort((a, b) => a - b), back: back.sort((a, b) => a - b) };
+  return { start, back };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const pct = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const median = (xs: number[]) => quantile(xs, 0.5);
 
 try {
   for (const name of Object.keys(modes)) await pool(30, CONCURRENCY, modes[name]!.one); // warm-up
@@ -230,7 +229,7 @@ try {
       )} | ${f(m((r) => r.perS) / bare)} | ${f(m((r) => r.perS) / execaRate)} | ${f(m((r) => r.forkBlockMs))} | ${f(m((r) => r.loopBusyMs))} | ${f(
         m((r) => r.stallMaxMs),
         1,
-      )} | ${f(m((r) => r.cpu.worker))} | ${f(m((r) => r.cpu.spawner))} | ${f(m((r) => r.cpu.children))} | ${f(total)} | ${f(pct(l.start, 50), 1)} / ${f(pct(l.start, 99), 1)} | ${f(pct(l.back, 50), 1)} / ${f(pct(l.back, 99), 1)} |`;
+      )} | ${f(m((r) => r.cpu.worker))} | ${f(m((r) => r.cpu.spawner))} | ${f(m((r) => r.cpu.children))} | ${f(total)} | ${f(quantile(l.start, 0.5), 1)} / ${f(quantile(l.start, 0.99), 1)} | ${f(quantile(l.back, 0.5), 1)} / ${f(quantile(l.back, 0.99), 1)} |`;
     }),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);

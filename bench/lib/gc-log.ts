@@ -24,9 +24,3 @@ export function collections(log: string): Collection[] {
   }
   return found;
 }
-
-/** The value at fraction `q` (0.5 the median) of `values`, unsorted; NaN when there are none. */
-export function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-}
