@@ -32,6 +32,10 @@ export const coordinatorConfigSchema = z.object({
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
+  /** Bytes of tool-call bodies one coordinator holds at once (all processes); past it, 503. */
+  LIBOS_BODY_BYTES_HELD: int(128 * 1024 * 1024),
+  /** Bytes of tool-call bodies one process's requests hold at once; past it, 429. */
+  LIBOS_PROCESS_BODY_BYTES_HELD: int(16 * 1024 * 1024),
   /**
    * How long a client has to send one whole request, headers and body (answering may take longer:
    * long-polls, streams); past it the request is answered 408 and its connection closed.

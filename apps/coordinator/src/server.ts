@@ -20,6 +20,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { jsonlArchive } from './archive.js';
 import { AdminAuth } from './auth.js';
+import { BodyBudget } from './body-budget.js';
 import { guardBody } from './body-guard.js';
 import { BOARD_PATH, type BullBoard, launchJobRedirect, mountBullBoard } from './bull-board.js';
 import type { CoordinatorConfig } from './config.js';
@@ -230,6 +231,11 @@ export async function buildServer(
       metrics,
       pollMs: config.LIBOS_LONG_POLL_MS,
       shutdown: shutdown.signal,
+      bodies: new BodyBudget({
+        total: config.LIBOS_BODY_BYTES_HELD,
+        perProcess: config.LIBOS_PROCESS_BODY_BYTES_HELD,
+        bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
+      }),
     }),
   );
   await app.register((scope) =>

@@ -219,3 +219,68 @@ describe('slow clients', () => {
     }
   });
 });
+
+describe('request bodies held at once', () => {
+  test('a process over LIBOS_PROCESS_BODY_BYTES_HELD is refused 429 and the coordinator over LIBOS_BODY_BYTES_HELD 503, until answers release them', async () => {
+    const BODY = 60_000;
+    const own = await startHarness({
+      LIBOS_BODY_LIMIT_BYTES: '65536',
+      LIBOS_PROCESS_BODY_BYTES_HELD: '100000',
+      LIBOS_BODY_BYTES_HELD: '150000',
+    });
+    try {
+      const { hostname, port } = new URL(own.coordinator.url);
+      /** A get_process call whose body (`{}` and spaces) is sent all but its last byte, then held. */
+      const begin = async (token: string) => {
+        const socket = net.connect(Number(port), hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        let text = '';
+        socket.setEncoding('utf8').on('data', (chunk) => {
+          text += chunk;
+        });
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        socket.write(
+          `POST /v1/tools/get_process HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
+            `content-type: application/json\r\ncontent-length: ${BODY}\r\nconnection: close\r\n\r\n{}${' '.repeat(BODY - 3)}`,
+        );
+        // The coordinator counts a body once it has the headers: let it.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        return {
+          answer: async () => {
+            if (socket.writable) socket.write(' ');
+            return closed;
+          },
+          abandon: () => socket.destroy(),
+        };
+      };
+      const status = (text: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+      const [a, b, c] = await Promise.all(
+        ['a', 'b', 'c'].map(async (goal) => (await own.admin.createProcess({ goal })).token!),
+      );
+
+      // One process: a second body would pass its share.
+      const a1 = await begin(a!);
+      const a2 = await (await begin(a!)).answer();
+      expect(status(a2)).toBe(429);
+      expectEnvelope(JSON.parse(a2.slice(a2.indexOf('\r\n\r\n') + 4)), 'resource_exhausted');
+      expect(a2).toContain('LIBOS_PROCESS_BODY_BYTES_HELD');
+      expect(status(await a1.answer())).toBe(200);
+      // Answered: its share is free again.
+      const a3 = await begin(a!);
+
+      // Two processes hold 120 kB; a third body would pass the total.
+      const b1 = await begin(b!);
+      const c1 = await (await begin(c!)).answer();
+      expect(status(c1)).toBe(503);
+      expectEnvelope(JSON.parse(c1.slice(c1.indexOf('\r\n\r\n') + 4)), 'unavailable');
+      expect(c1).toContain('LIBOS_BODY_BYTES_HELD');
+      // A connection closed before its body arrived frees what it held.
+      b1.abandon();
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      expect(status(await (await begin(c!)).answer())).toBe(200);
+      expect(status(await a3.answer())).toBe(200);
+    } finally {
+      await own.stop();
+    }
+  });
+});

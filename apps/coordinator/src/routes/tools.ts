@@ -14,6 +14,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import { ProcessAuth, presentedToken } from '../auth.js';
+import type { BodyBudget } from '../body-budget.js';
 import { HttpRefusal, sendError } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
@@ -40,6 +41,8 @@ export interface ToolRouteDeps {
   pollMs: number;
   /** Aborted at shutdown, so open long-polls answer at once. */
   shutdown: AbortSignal;
+  /** The request bodies held at once, counted once the caller is known. */
+  bodies: BodyBudget;
 }
 
 declare module 'fastify' {
@@ -58,11 +61,12 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
   const typed = app.withTypeProvider<ZodTypeProvider>();
   // Authentication comes first: a request without a valid token is 401 whatever its body.
   const auth = new ProcessAuth(kernel);
-  typed.addHook('onRequest', async (request) => {
+  typed.addHook('onRequest', async (request, reply) => {
     const token = presentedToken(request);
     if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
     request.caller = await auth.caller(token);
     request.log = request.log.child({ pid: request.caller.pid });
+    deps.bodies.take(request, reply, request.caller.pid);
   });
   // A refused call carries the notices due as well (`error.notices`), taken in one script: an
   // interrupt reaches its recipient at its next non-message call even when that call is refused.
