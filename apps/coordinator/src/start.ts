@@ -135,7 +135,7 @@ async function warnIfTooFewReplicas(redis: RedisClient, required: number, logger
 /**
  * Fastify's close, bounded: requests in flight get `graceMs`, then every connection still open is
  * closed. Node's own close waits for any connection whose request has begun, and a client that
- * went quiet mid-request held a shutdown until Node's header and request timeouts (73 s measured).
+ * went quiet mid-request held a shutdown until that request timed out (73 s with Node's defaults).
  */
 async function closeServer(app: ServerParts['app'], graceMs: number, logger: Logger): Promise<void> {
   const forced = setTimeout(() => {
