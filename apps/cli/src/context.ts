@@ -35,7 +35,9 @@ export async function coordinatorUrl(options: GlobalOptions): Promise<string> {
     const source = shownPath(join(dir, 'cluster.json'));
     resolved(cluster.url, source);
     if (!alive(cluster.pid))
-      throw new CliError(`no cluster at ${cluster.url} (from ${source}): start one with \`libos up\``);
+      throw new CliError(
+        `no cluster at ${cluster.url} (from ${source}): start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`,
+      );
     return cluster.url;
   }
   return resolved(`http://127.0.0.1:${process.env.LIBOS_PORT ?? 7070}`, 'the default port');
@@ -50,24 +52,37 @@ function resolved(url: string, source: string): string {
 export async function adminClient(options: GlobalOptions): Promise<AdminClient> {
   const url = await coordinatorUrl(options);
   resolution.role = 'admin';
-  let adminToken = options.adminToken;
-  resolution.tokenSource = '--admin-token';
-  if (!adminToken && process.env.LIBOS_ADMIN_TOKEN) {
-    adminToken = process.env.LIBOS_ADMIN_TOKEN;
+  return new AdminClient({ url, adminToken: await adminToken(options) });
+}
+
+/**
+ * --admin-token, LIBOS_ADMIN_TOKEN or LIBOS_ADMIN_TOKEN_FILE (not both, as the coordinator takes
+ * them), else the `.libos/admin-token` of `libos up`.
+ */
+async function adminToken(options: GlobalOptions): Promise<string> {
+  const { LIBOS_ADMIN_TOKEN: inEnv, LIBOS_ADMIN_TOKEN_FILE: envFile } = process.env;
+  if (options.adminToken) {
+    resolution.tokenSource = '--admin-token';
+    return options.adminToken;
+  }
+  if (inEnv && envFile) throw new CliError('set LIBOS_ADMIN_TOKEN or LIBOS_ADMIN_TOKEN_FILE, not both');
+  if (inEnv) {
     resolution.tokenSource = 'LIBOS_ADMIN_TOKEN';
+    return inEnv;
   }
-  if (!adminToken) {
-    const file = join(stateDir(options.dir), 'admin-token');
-    try {
-      adminToken = (await readFile(file, 'utf8')).trim();
-      resolution.tokenSource = shownPath(file);
-    } catch {
-      throw new CliError(
-        'no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first',
-      );
-    }
+  const file = envFile || join(stateDir(options.dir), 'admin-token');
+  let token: string;
+  try {
+    token = (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    if (envFile) throw error; // named by the operator: say why it cannot be read
+    throw new CliError(
+      'no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN_FILE (or LIBOS_ADMIN_TOKEN), or run `libos up` here first',
+    );
   }
-  return new AdminClient({ url, adminToken });
+  resolution.tokenSource = envFile ? `LIBOS_ADMIN_TOKEN_FILE (${shownPath(file)})` : shownPath(file);
+  if (!token) throw new CliError(`the admin token file ${shownPath(file)} is empty`);
+  return token;
 }
 
 /** Acting as a process: --token or LIBOS_TOKEN (a launched child has it in its environment). */

@@ -64,17 +64,17 @@ function libosLine(error: LibosError, where: Resolution): string {
   switch (error.code) {
     case 'transport':
       if (where.urlSource?.endsWith('cluster.json'))
-        return `no cluster at ${where.url}${from}: start one with \`libos up\``;
+        return `no cluster at ${where.url}${from}: start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`;
       return `cannot reach the coordinator at ${where.url ?? 'its URL'}${from}: start one with \`libos up\`, or point --url / LIBOS_URL at a running one`;
     case 'unavailable':
       return `the coordinator at ${where.url}${from} is unavailable (${error.message}): try again shortly`;
     case 'unauthenticated':
       return where.role === 'admin'
-        ? `the coordinator wants an admin token${token}: pass --admin-token or set LIBOS_ADMIN_TOKEN`
+        ? `the coordinator wants an admin token${token}: pass --admin-token or set LIBOS_ADMIN_TOKEN_FILE (or LIBOS_ADMIN_TOKEN)`
         : `the process token was refused${token} (${error.message}): pass a live process's token with --token or LIBOS_TOKEN`;
     case 'permission_denied':
       if (where.role === 'admin')
-        return `wrong admin token${token}: the coordinator at ${where.url} does not accept it; pass its admin token with --admin-token or LIBOS_ADMIN_TOKEN (\`libos up\` keeps it in .libos/admin-token)`;
+        return `wrong admin token${token}: the coordinator at ${where.url} does not accept it; pass its admin token with --admin-token, LIBOS_ADMIN_TOKEN_FILE or LIBOS_ADMIN_TOKEN (\`libos up\` keeps it in .libos/admin-token)`;
       return `permission denied: ${error.message}${error.reason ? ` (${error.reason})` : ''}`;
     case 'not_found':
       return `not found: ${error.message}`;

@@ -73,7 +73,10 @@ if (passthrough) {
     .description('libos: a distributed runtime for agent processes')
     .version(version(), '-V, --version', 'print the version')
     .option('--url <url>', 'coordinator URL (default: LIBOS_URL, the embedded cluster, or :7070)')
-    .option('--admin-token <token>', 'admin token (default: LIBOS_ADMIN_TOKEN or .libos/admin-token)')
+    .option(
+      '--admin-token <token>',
+      'admin token (default: LIBOS_ADMIN_TOKEN, the file LIBOS_ADMIN_TOKEN_FILE names, or .libos/admin-token)',
+    )
     .option('--token <token>', 'act as the process with this token (default: LIBOS_TOKEN)')
     .option('--dir <dir>', 'state directory of the embedded cluster (default: LIBOS_HOME or .libos)')
     .option('--json', 'print JSON instead of text')

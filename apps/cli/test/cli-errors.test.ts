@@ -174,7 +174,7 @@ describe('a stale .libos/cluster.json', () => {
     await writeFile(join(dir, 'admin-token'), `${ADMIN_TOKEN}\n`);
     const line = expectOneLine(await libos(['--dir', dir, 'ps']));
     expect(line).toBe(
-      `libos: no cluster at http://127.0.0.1:${port} (from ${join(dir, 'cluster.json')}): start one with \`libos up\``,
+      `libos: no cluster at http://127.0.0.1:${port} (from ${join(dir, 'cluster.json')}): start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`,
     );
   });
 
@@ -241,7 +241,7 @@ describe('against a running cluster', () => {
   it('a wrong admin token is called wrong, and where it came from', async () => {
     const flag = expectOneLine(await libos(['--dir', dir, '--admin-token', 'not-the-admin-token', 'ps']));
     expect(flag).toMatch(/^libos: wrong admin token \(from --admin-token\): /);
-    expect(flag).toContain('--admin-token or LIBOS_ADMIN_TOKEN');
+    expect(flag).toContain('--admin-token, LIBOS_ADMIN_TOKEN_FILE or LIBOS_ADMIN_TOKEN');
     const env = expectOneLine(
       await libos(['--dir', dir, 'ps'], { LIBOS_ADMIN_TOKEN: 'not-the-admin-token' }),
     );
@@ -251,9 +251,24 @@ describe('against a running cluster', () => {
   it('a missing admin token is called missing', async () => {
     const line = expectOneLine(await libos(['--dir', join(root, 'empty'), '--url', up.url, 'ps']));
     expect(line).toBe(
-      'libos: no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN, or run `libos up` here first',
+      'libos: no admin token: pass --admin-token, set LIBOS_ADMIN_TOKEN_FILE (or LIBOS_ADMIN_TOKEN), or run `libos up` here first',
     );
   });
+
+  it('an admin token file named by LIBOS_ADMIN_TOKEN_FILE is used; with LIBOS_ADMIN_TOKEN too, or unreadable, it says so', async () => {
+    const elsewhere = ['--dir', join(root, 'empty'), '--url', up.url, '--json', 'ps'];
+    const file = join(dir, 'admin-token');
+    const ran = await libos(elsewhere, { LIBOS_ADMIN_TOKEN_FILE: file });
+    expect(ran.stderr).toBe('');
+    expect(ran.code).toBe(0);
+    expect(
+      expectOneLine(await libos(elsewhere, { LIBOS_ADMIN_TOKEN_FILE: file, LIBOS_ADMIN_TOKEN: 'x' })),
+    ).toBe('libos: set LIBOS_ADMIN_TOKEN or LIBOS_ADMIN_TOKEN_FILE, not both');
+    const missing = join(root, 'no-such-token');
+    expect(expectOneLine(await libos(elsewhere, { LIBOS_ADMIN_TOKEN_FILE: missing }))).toBe(
+      `libos: cannot read ${missing}: no such file or directory`,
+    );
+  }, 60_000); // three CLI starts
 
   it('a second `libos up` from the same directory says a cluster is running there', async () => {
     const line = expectOneLine(await libos(['--dir', dir, 'up', '--port', String(await freePort())]));
@@ -305,7 +320,7 @@ describe('against a running cluster', () => {
     // Its cluster.json now names nothing.
     const line = expectOneLine(await libos(['--dir', dir, 'ps']));
     expect(line).toBe(
-      `libos: no cluster at ${up.url} (from ${join(dir, 'cluster.json')}): start one with \`libos up\``,
+      `libos: no cluster at ${up.url} (from ${join(dir, 'cluster.json')}): start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`,
     );
   }, 30_000);
 });
