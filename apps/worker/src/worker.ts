@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { connectionLost, createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
-import { cgroupJoinsWait, type IsolationReport, Spawner } from '@libos/sandbox';
+import { cgroupJoinFix, type IsolationReport, Spawner } from '@libos/sandbox';
 import { type Job, Worker } from 'bullmq';
 import { type Logger, pino } from 'pino';
 import { inheritedEnvironment } from './child-env.js';
@@ -104,10 +104,13 @@ export async function startWorker(
     throw error;
   }
   log.info({ isolation: spawner.report, result_dir: results ?? tmpdir() }, spawner.describe());
-  if (spawner.report.cgroupVersion !== null && cgroupJoinsWait(readFileSync('/proc/mounts', 'utf8'))) {
+  const joinFix =
+    spawner.report.cgroupVersion === null ? undefined : cgroupJoinFix(readFileSync('/proc/mounts', 'utf8'));
+  if (joinFix) {
     log.info(
+      { fix: joinFix },
       'cgroup joins may wait for a kernel RCU grace period (one launch in ten took 10-35 ms on a test ' +
-        'host): mount cgroup2 with favordynmods to avoid it (README, Running a fleet)',
+        'host): a cgroup2 mount with favordynmods avoids it (README, Running a fleet)',
     );
   }
   metrics = createWorkerMetrics(spawner.report, () => running.size);

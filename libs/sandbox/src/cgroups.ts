@@ -149,7 +149,7 @@ export class ChildCgroup {
   /**
    * Moves `pid` (the sandbox's init, before it starts the child) into every cgroup: one write to
    * each held `cgroup.procs`, on libuv's pool and all at once. Off the event loop because a write
-   * to cgroup.procs may wait for an RCU grace period (see `cgroupJoinsWait`), and made in turn on
+   * to cgroup.procs may wait for an RCU grace period (see `cgroupJoinFix`), and made in turn on
    * the spawner's loop it held every other launch of the worker (18 % of a busy spawner's time in
    * a profile). On held descriptors because fs/promises' writeFile opens and closes a FileHandle
    * each time: three pool round trips a file, +0.4-0.8 ms of CPU a launch measured alone.
@@ -320,14 +320,25 @@ function readWords(file: string): Set<string> {
 }
 
 /**
- * Whether moving a process into a cgroup may wait for an RCU grace period here: the kernel keeps
- * its cgroup lock fast for writers only with a cgroup2 mount's `favordynmods` (the lock is global,
- * so one such mount serves v1 hierarchies too). Measured: about one join in ten took 10–35 ms
- * without it, none over 0.3 ms with it. `mounts` is /proc/mounts' text.
+ * When moving a process into a cgroup may wait for an RCU grace period here, the command that
+ * stops it; undefined when none waits. The kernel keeps its cgroup lock fast for writers only
+ * with a cgroup2 mount's `favordynmods`, and the lock is global: any cgroup2 mount with it serves
+ * v1 hierarchies too, even an empty one mounted for the purpose on a host that has none.
+ * Measured: about one join in ten took 10–35 ms without it, none over 0.3 ms with it.
+ * `mounts` is /proc/mounts' text.
  */
-export function cgroupJoinsWait(mounts: string): boolean {
-  return !mounts
+export function cgroupJoinFix(mounts: string): string | undefined {
+  const cgroup2 = mounts
     .split('\n')
     .map((line) => line.split(' '))
-    .some(([, , type, options]) => type === 'cgroup2' && (options ?? '').split(',').includes('favordynmods'));
+    .filter(([, , type]) => type === 'cgroup2');
+  if (cgroup2.some(([, , , options]) => (options ?? '').split(',').includes('favordynmods')))
+    return undefined;
+  const where = cgroup2[0]?.[1];
+  return where
+    ? `mount -o remount,favordynmods ${where}`
+    : `mkdir -p ${V1_HOST_CGROUP2} && mount -t cgroup2 -o favordynmods none ${V1_HOST_CGROUP2}`;
 }
+
+/** Where `cgroupJoinFix` mounts an empty cgroup2 on a host without one (only for its option). */
+const V1_HOST_CGROUP2 = '/run/libos-cgroup2';

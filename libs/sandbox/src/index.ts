@@ -1,5 +1,5 @@
 export { bwrapArgs, isInside, type Mount, type SandboxView } from './bwrap.js';
-export { CgroupHost, type CgroupSupport, ChildCgroup, cgroupJoinsWait } from './cgroups.js';
+export { CgroupHost, type CgroupSupport, ChildCgroup, cgroupJoinFix } from './cgroups.js';
 export { DEFAULT_LIMITS, rlimitArgs, type SandboxLimits } from './limits.js';
 export { RESULT_HOME_PREFIX, ResultHomes } from './result-homes.js';
 export {

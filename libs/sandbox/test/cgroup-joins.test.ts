@@ -1,20 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
-import { cgroupJoinsWait } from '../src/index.js';
+import { cgroupJoinFix } from '../src/index.js';
 
 const V1 = 'cgroup /sys/fs/cgroup/pids cgroup rw,relatime,pids 0 0';
 
-it('cgroup joins wait unless a cgroup2 mount has favordynmods', () => {
-  expect(cgroupJoinsWait(`${V1}\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n`)).toBe(true);
-  expect(cgroupJoinsWait(`${V1}\n`)).toBe(true);
+it('cgroup joins wait unless a cgroup2 mount has favordynmods; the fix remounts one, or mounts one where none is', () => {
+  expect(cgroupJoinFix(`${V1}\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n`)).toBe(
+    'mount -o remount,favordynmods /sys/fs/cgroup/unified',
+  );
+  expect(cgroupJoinFix(`${V1}\n`)).toBe(
+    'mkdir -p /run/libos-cgroup2 && mount -t cgroup2 -o favordynmods none /run/libos-cgroup2',
+  );
   expect(
-    cgroupJoinsWait(`${V1}\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime,favordynmods 0 0\n`),
-  ).toBe(false);
+    cgroupJoinFix(`${V1}\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime,favordynmods 0 0\n`),
+  ).toBeUndefined();
   expect(
-    cgroupJoinsWait('cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate,favordynmods,memory_recursiveprot 0 0'),
-  ).toBe(false);
+    cgroupJoinFix('cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate,favordynmods,memory_recursiveprot 0 0'),
+  ).toBeUndefined();
   // the option belongs to cgroup2 mounts only; a path that names it proves nothing
-  expect(cgroupJoinsWait('tmpfs /favordynmods tmpfs rw,favordynmods 0 0')).toBe(true);
+  expect(cgroupJoinFix('tmpfs /favordynmods tmpfs rw,favordynmods 0 0')).toContain('mount -t cgroup2');
   // and it reads this host's table without throwing
-  expect(typeof cgroupJoinsWait(readFileSync('/proc/mounts', 'utf8'))).toBe('boolean');
+  const here = cgroupJoinFix(readFileSync('/proc/mounts', 'utf8'));
+  expect(here === undefined || here.includes('favordynmods')).toBe(true);
 });
