@@ -62,6 +62,7 @@ beforeAll(async () => {
       `${READ_REQUEST}; i=0; while [ $i -lt 20 ]; do echo "warm $i"; echo "warm $i" >&2; i=$((i+1)); done; ${done}`,
     ),
   });
+  await cluster.admin.putImage('quiet', { ...shImage(`${READ_REQUEST}; ${done}`) });
   await cluster.admin.putImage('numbered', {
     ...shImage(
       `${READ_REQUEST}; i=0; while [ $i -lt 500 ]; do echo "numbered line $i" >&2; i=$((i+1)); done; ${done}`,
@@ -242,6 +243,15 @@ describe('child logs on a cluster', () => {
     expect(await word.exited).not.toBe(0);
     expect(word.err()).toBe('libos: --attempt must be a whole number from 1, not "last"\n');
   }, 120_000);
+
+  it('says on stderr when an attempt wrote nothing, leaving stdout empty', async () => {
+    const pid = await launch('quiet');
+    expect((await cluster.admin.waitProcess(pid)).status).toBe('exited');
+    const shown = cli(['logs', pid]);
+    expect(await shown.exited).toBe(0);
+    expect(shown.out()).toBe('');
+    expect(shown.err()).toBe(`libos: attempt 1 of ${pid} wrote nothing to stdout or stderr\n`);
+  }, 60_000);
 
   it('honours LIBOS_CHILD_LOG_BYTES', async () => {
     const pid = await launch('numbered');

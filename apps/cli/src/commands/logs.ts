@@ -74,5 +74,10 @@ export function registerLogCommands(program: Command): void {
       }
       if (page.dropped_bytes > 0) write(droppedLine(page.dropped_bytes, page.attempt));
       for (const line of lines) write(logLine(line));
+      // Said on stderr, so that stdout stays the output alone.
+      if (lines.length === 0 && page.dropped_bytes === 0)
+        process.stderr.write(
+          `libos: attempt ${page.attempt} of ${pid} ${page.ended ? 'wrote' : 'has written'} nothing to stdout or stderr${page.ended ? '' : ' yet'}\n`,
+        );
     });
 }
