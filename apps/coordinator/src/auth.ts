@@ -53,7 +53,11 @@ export class AdminAuth {
       }
       return;
     }
-    if (!token) throw new HttpRefusal('unauthenticated', 'an admin bearer token is required');
+    if (!token)
+      throw new HttpRefusal(
+        'unauthenticated',
+        'the admin token is required: Authorization: Bearer <token>, or Basic with the token as the password',
+      );
     if (!this.matches(token))
       throw new HttpRefusal('permission_denied', "the bearer token is not this coordinator's admin token");
   }
