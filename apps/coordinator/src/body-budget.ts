@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { HttpRefusal } from './http-errors.js';
 
@@ -15,13 +16,16 @@ export interface BodyBudgetLimits {
  * LIBOS_BODY_LIMIT_BYTES) before its handler runs, and callers are children, untrusted code: one
  * child with a thousand connections could otherwise make the coordinator hold gigabytes. A body
  * counts from its headers (its declared length; the body limit when chunked) until its answer is
- * sent or its connection closes. A process over its share is refused (429: its own doing); a
+ * sent or its connection closes, so a body declared large and sent slowly holds its share for up
+ * to LIBOS_REQUEST_TIMEOUT_MS. A process over its share is refused (429: its own doing); a
  * coordinator over the total refuses with 503 (try again, or another coordinator). One body is
  * always let through, so limits set below the body limit still let every request be made.
  */
 export class BodyBudget {
   #held = 0;
   readonly #byProcess = new Map<string, number>();
+  /** What each connection holds, released when it closes: one listener per socket, not per request. */
+  readonly #bySocket = new WeakMap<Socket, Set<() => void>>();
 
   constructor(private readonly limits: BodyBudgetLimits) {}
 
@@ -40,14 +44,30 @@ export class BodyBudget {
         'unavailable',
         `the coordinator holds ${this.#held} bytes of request bodies, at most ${this.limits.total} (LIBOS_BODY_BYTES_HELD): try again`,
       );
+    const socket = request.raw.socket;
+    if (reply.raw.destroyed || socket.destroyed) return; // gone while its token was checked
     this.#held += bytes;
     this.#byProcess.set(pid, mine + bytes);
-    reply.raw.once('close', () => {
+    // The answer's end releases it, or the connection's: a pipelined request whose answer waits
+    // behind another gets no 'close' of its own when the connection goes.
+    let pending = this.#bySocket.get(socket);
+    if (!pending) {
+      const onClose = new Set<() => void>();
+      socket.once('close', () => {
+        for (const release of onClose) release();
+      });
+      this.#bySocket.set(socket, onClose);
+      pending = onClose;
+    }
+    const release = () => {
+      if (!pending.delete(release)) return;
       this.#held -= bytes;
       const left = (this.#byProcess.get(pid) ?? bytes) - bytes;
       if (left > 0) this.#byProcess.set(pid, left);
       else this.#byProcess.delete(pid);
-    });
+    };
+    pending.add(release);
+    reply.raw.once('close', release);
   }
 }
 

@@ -106,6 +106,8 @@ export async function buildServer(
     // body sent a byte at a time held a connection (a descriptor) for as long as the client chose.
     requestTimeout: config.LIBOS_REQUEST_TIMEOUT_MS,
     http: {
+      // Node checks headersTimeout ≤ requestTimeout as it makes the server, before Fastify sets the latter.
+      requestTimeout: config.LIBOS_REQUEST_TIMEOUT_MS,
       headersTimeout: config.LIBOS_REQUEST_TIMEOUT_MS,
       // Node checks the timeouts every 30 s by default, which would add up to that much.
       connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.LIBOS_REQUEST_TIMEOUT_MS / 4)),
@@ -123,8 +125,11 @@ export async function buildServer(
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler((error, request, reply) => sendError(error, request, reply));
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async (request) => {
     if (shutdown.signal.aborted) throw new HttpRefusal('unavailable', 'the coordinator is shutting down');
+    // Answered before its body is read: Fastify would read it whole (up to the body limit) for no
+    // route, from anyone, with no token asked.
+    if (request.is404) throw new HttpRefusal('not_found', `no route ${request.method} ${request.url}`);
   });
   const memoryGuard = new MemoryGuard(
     redis,

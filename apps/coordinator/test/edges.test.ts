@@ -76,6 +76,21 @@ describe('router- and parser-level errors are in the envelope', () => {
       expectEnvelope(res.body, 'not_found');
     }
   });
+
+  test('an unknown route is answered at its headers, its body never read; the console login reads 8 KiB at most', async () => {
+    // Only the headers are sent: an answer that waited for the body would never come.
+    const held = await rawExchange(
+      'POST /v1/tools/no_such_tool HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 60000\r\nconnection: close\r\n\r\n{',
+    );
+    expect(held.status).toBe(404);
+    expectEnvelope(held.body, 'not_found');
+    const login = await raw(h.coordinator.url, '/ui/login', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: 'x'.repeat(9000) }),
+    });
+    expect(login.status).toBe(413);
+  });
 });
 
 describe('bodies', () => {
@@ -173,6 +188,15 @@ describe('bodies', () => {
 });
 
 describe('slow clients', () => {
+  test('a request timeout above Node’s own (300 s) is accepted', async () => {
+    const own = await startHarness({ LIBOS_REQUEST_TIMEOUT_MS: '600000' });
+    try {
+      expect((await raw(own.coordinator.url, '/healthz')).status).toBe(200);
+    } finally {
+      await own.stop();
+    }
+  });
+
   test('a request still arriving after LIBOS_REQUEST_TIMEOUT_MS is a 408 in the envelope and its connection closes; a long-poll answered later is not cut', async () => {
     const own = await startHarness({ LIBOS_REQUEST_TIMEOUT_MS: '1000', LIBOS_LONG_POLL_MS: '2500' });
     try {
@@ -279,6 +303,24 @@ describe('request bodies held at once', () => {
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(status(await (await begin(c!)).answer())).toBe(200);
       expect(status(await a3.answer())).toBe(200);
+
+      // A body pipelined behind a long-poll on one connection, which then closes: its answer never
+      // came, and the connection's end frees its share.
+      const piped = net.connect(Number(port), hostname);
+      await new Promise((resolve) => piped.once('connect', resolve));
+      const receive = JSON.stringify({ channel: 'never' });
+      const call = (name: string, length: number) =>
+        `POST /v1/tools/${name} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${c}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${length}\r\n\r\n`;
+      piped.write(`${call('receive_process_messages', receive.length)}${receive}`);
+      piped.write(`${call('get_process', BODY)}{}${' '.repeat(BODY - 2)}`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      piped.destroy();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const c2 = await begin(c!);
+      // c2 holds the share now (a second is refused); leaked, the share would refuse c2 itself.
+      expect(status(await (await begin(c!)).answer())).toBe(429);
+      expect(status(await c2.answer())).toBe(200);
     } finally {
       await own.stop();
     }

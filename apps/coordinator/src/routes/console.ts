@@ -68,6 +68,9 @@ input:focus,button:focus{outline:3px solid #f2b705;outline-offset:1px}.problem{c
 </form></body></html>`;
 }
 
+/** The login form's body, in any content type: it is read before anyone is known. */
+const LOGIN_BODY_LIMIT = 8 * 1024;
+
 /**
  * The console at `/ui`: its login, its pages (the built `@libos/console` assets), and the one
  * admin route it adds, the event stream of a process's subtree. Every data call of the page goes
@@ -80,7 +83,7 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
   await app.register(async (scope) => {
     scope.addContentTypeParser(
       'application/x-www-form-urlencoded',
-      { parseAs: 'string', bodyLimit: 8 * 1024 },
+      { parseAs: 'string', bodyLimit: LOGIN_BODY_LIMIT },
       (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(String(body)))),
     );
     const html = (reply: FastifyReply, status: number, body: string) =>
@@ -116,7 +119,10 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
     scope.get(`${CONSOLE_PATH}/`, { schema: { hide: true } }, page);
     scope.post(
       `${CONSOLE_PATH}/login`,
-      { schema: { hide: true, body: z.object({ token: z.string().max(4096) }) } },
+      {
+        bodyLimit: LOGIN_BODY_LIMIT,
+        schema: { hide: true, body: z.object({ token: z.string().max(4096) }) },
+      },
       async (request, reply) => {
         const { token } = request.body as { token: string };
         if (!auth.matches(token)) {
@@ -128,8 +134,11 @@ export async function consoleRoutes(app: FastifyInstance, deps: ConsoleRouteDeps
           .redirect(`${CONSOLE_PATH}/`, 303);
       },
     );
-    scope.post(`${CONSOLE_PATH}/logout`, { schema: { hide: true } }, async (request, reply) =>
-      reply.header('set-cookie', await sessions.end(request)).redirect(`${CONSOLE_PATH}/`, 303),
+    scope.post(
+      `${CONSOLE_PATH}/logout`,
+      { bodyLimit: LOGIN_BODY_LIMIT, schema: { hide: true } },
+      async (request, reply) =>
+        reply.header('set-cookie', await sessions.end(request)).redirect(`${CONSOLE_PATH}/`, 303),
     );
     if (deps.assetsDir) {
       await scope.register(async (assets) => {

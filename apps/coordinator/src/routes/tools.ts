@@ -72,7 +72,7 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
   // interrupt reaches its recipient at its next non-message call even when that call is refused.
   typed.setErrorHandler(async (error, request, reply) => {
     const caller = request.caller;
-    const code = error instanceof KernelError ? error.code : undefined;
+    const code = error instanceof KernelError || error instanceof HttpRefusal ? error.code : undefined;
     const name = request.routeOptions.url?.slice('/v1/tools/'.length) as ToolName | undefined;
     let notices: Notice[] | undefined;
     if (caller && name && TOOL_NAMES.includes(name) && !(code && NO_NOTICES.has(code))) {
