@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { release, tmpdir } from 'node:os';
 import { Kernel } from '@libos/kernel';
 import { type LaunchJob, launchJobSchema, launchQueueNames, pidSchema, QUEUE_PREFIX } from '@libos/protocol';
 import { connectionLost, createRedis, describeRedisError, redisOutageLog } from '@libos/redis';
@@ -105,7 +105,9 @@ export async function startWorker(
   }
   log.info({ isolation: spawner.report, result_dir: results ?? tmpdir() }, spawner.describe());
   const joinFix =
-    spawner.report.cgroupVersion === null ? undefined : cgroupJoinFix(readFileSync('/proc/mounts', 'utf8'));
+    spawner.report.cgroupVersion === null
+      ? undefined
+      : cgroupJoinFix(readFileSync('/proc/mounts', 'utf8'), release());
   if (joinFix) {
     log.info(
       { fix: joinFix },

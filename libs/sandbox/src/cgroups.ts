@@ -325,9 +325,12 @@ function readWords(file: string): Set<string> {
  * with a cgroup2 mount's `favordynmods`, and the lock is global: any cgroup2 mount with it serves
  * v1 hierarchies too, even an empty one mounted for the purpose on a host that has none.
  * Measured: about one join in ten took 10–35 ms without it, none over 0.3 ms with it.
- * `mounts` is /proc/mounts' text.
+ * `mounts` is /proc/mounts' text, `kernel` the kernel's release (`os.release()`): the option came
+ * with Linux 6.0, so an older kernel is given no command it would refuse.
  */
-export function cgroupJoinFix(mounts: string): string | undefined {
+export function cgroupJoinFix(mounts: string, kernel: string): string | undefined {
+  const [major = 0] = kernel.split('.').map(Number);
+  if (major < 6) return undefined;
   const cgroup2 = mounts
     .split('\n')
     .map((line) => line.split(' '))
