@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AdminClient, ProcessClient } from '@libos/sdk';
 import { readClusterFile, stateDir } from './cluster/state-dir.js';
-import { CliError, resolution, shownPath } from './errors.js';
+import { CliError, noClusterLine, resolution, shownPath } from './errors.js';
 
 export interface GlobalOptions {
   url?: string;
@@ -34,10 +34,7 @@ export async function coordinatorUrl(options: GlobalOptions): Promise<string> {
   if (cluster) {
     const source = shownPath(join(dir, 'cluster.json'));
     resolved(cluster.url, source);
-    if (!alive(cluster.pid))
-      throw new CliError(
-        `no cluster at ${cluster.url} (from ${source}): start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`,
-      );
+    if (!alive(cluster.pid)) throw new CliError(noClusterLine(cluster.url, source));
     return cluster.url;
   }
   return resolved(`http://127.0.0.1:${process.env.LIBOS_PORT ?? 7070}`, 'the default port');

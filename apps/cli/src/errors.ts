@@ -58,13 +58,17 @@ function zodLine(error: ZodLike): string {
     .join('; ');
 }
 
+/** A `cluster.json` names a cluster that is gone (its `libos up` stopped, or never answers). */
+export function noClusterLine(url: string, source: string): string {
+  return `no cluster at ${url} (from ${source}): start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`;
+}
+
 function libosLine(error: LibosError, where: Resolution): string {
   const from = where.urlSource ? ` (from ${where.urlSource})` : '';
   const token = where.tokenSource ? ` (from ${where.tokenSource})` : '';
   switch (error.code) {
     case 'transport':
-      if (where.urlSource?.endsWith('cluster.json'))
-        return `no cluster at ${where.url}${from}: start one with \`libos up\`, or point --url / LIBOS_URL at a running coordinator`;
+      if (where.urlSource?.endsWith('cluster.json')) return noClusterLine(where.url ?? '', where.urlSource);
       return `cannot reach the coordinator at ${where.url ?? 'its URL'}${from}: start one with \`libos up\`, or point --url / LIBOS_URL at a running one`;
     case 'unavailable':
       return `the coordinator at ${where.url}${from} is unavailable (${error.message}): try again shortly`;

@@ -3,10 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { RedisClient } from '@libos/kernel';
 import { Kernel } from '@libos/kernel';
-import { errorEnvelope, jsonValueSchema } from '@libos/protocol';
+import { jsonValueSchema } from '@libos/protocol';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyRequest,
   LogController,
   type RawServerDefault,
 } from 'fastify';
@@ -129,7 +130,7 @@ export async function buildServer(
     if (shutdown.signal.aborted) throw new HttpRefusal('unavailable', 'the coordinator is shutting down');
     // Answered before its body is read: Fastify would read it whole (up to the body limit) for no
     // route, from anyone, with no token asked.
-    if (request.is404) throw new HttpRefusal('not_found', `no route ${request.method} ${request.url}`);
+    if (request.is404) throw noRoute(request);
   });
   const memoryGuard = new MemoryGuard(
     redis,
@@ -148,9 +149,10 @@ export async function buildServer(
       'request completed',
     );
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply.status(404).send(errorEnvelope('not_found', `no route ${request.method} ${request.url}`)),
-  );
+  // Reached without the hook above only through reply.callNotFound() (the console's static files).
+  app.setNotFoundHandler(async (request) => {
+    throw noRoute(request);
+  });
   await app.register(swagger, {
     openapi: {
       info: { title: 'libos coordinator', version: '1' },
@@ -266,3 +268,7 @@ export async function buildServer(
 }
 
 export { BOARD_PATH };
+
+function noRoute(request: FastifyRequest): HttpRefusal {
+  return new HttpRefusal('not_found', `no route ${request.method} ${request.url}`);
+}
