@@ -32,6 +32,18 @@ export const coordinatorConfigSchema = z.object({
   /** A runnable process whose job is missing for this long is enqueued again (same job id). */
   LIBOS_RELAUNCH_AFTER_MS: int(10_000),
   LIBOS_BODY_LIMIT_BYTES: int(4 * 1024 * 1024),
+  /**
+   * Tool calls in flight at once on one coordinator (all processes); past it, 503. Each holds a
+   * socket, so this keeps the coordinator's file descriptors for Redis and its own work.
+   */
+  LIBOS_CALLS_HELD: int(10_000),
+  /** Tool calls one process has in flight at once; past it, 429. */
+  LIBOS_PROCESS_CALLS_HELD: int(256),
+  /**
+   * Connections accepted at once (a connection past it is closed at once); default the open-files
+   * limit less 1,024, kept for Redis and files (see connection-limit.ts).
+   */
+  LIBOS_MAX_CONNECTIONS: z.coerce.number().int().positive().optional(),
   /** Bytes of tool-call bodies one coordinator holds at once (all processes); past it, 503. */
   LIBOS_BODY_BYTES_HELD: int(128 * 1024 * 1024),
   /** Bytes of tool-call bodies one process's requests hold at once; past it, 429. */

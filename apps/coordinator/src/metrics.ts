@@ -38,6 +38,17 @@ export function createMetrics() {
     help: 'Blocking waits and receives held open now',
     registers: [registry],
   });
+  const callsHeld = new Gauge({
+    name: 'libos_calls_held',
+    help: 'Tool calls in flight on this coordinator (at most LIBOS_CALLS_HELD)',
+    registers: [registry],
+  });
+  const callRefusals = new Counter({
+    name: 'libos_call_refusals_total',
+    help: 'Tool calls refused at their headers by a limit on calls in flight (process_calls, process_body_bytes: 429; calls, body_bytes: 503)',
+    labelNames: ['limit'],
+    registers: [registry],
+  });
   const redisUsedMemory = new Gauge({
     name: 'libos_redis_used_memory_bytes',
     help: 'Redis used_memory at the memory guard’s last reading',
@@ -71,6 +82,8 @@ export function createMetrics() {
     completions,
     wakeLatency,
     openLongPolls,
+    callsHeld,
+    callRefusals,
     redisUsedMemory,
     redisMaxMemory,
     memoryGuard,

@@ -21,10 +21,11 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { jsonlArchive } from './archive.js';
 import { AdminAuth } from './auth.js';
-import { BodyBudget } from './body-budget.js';
 import { guardBody } from './body-guard.js';
 import { BOARD_PATH, type BullBoard, launchJobRedirect, mountBullBoard } from './bull-board.js';
+import { CallBudget } from './call-budget.js';
 import type { CoordinatorConfig } from './config.js';
+import { connectionLimit, openFilesLimit } from './connection-limit.js';
 import { ConsoleSessions } from './console-sessions.js';
 import { GcSweeper } from './gc-sweeper.js';
 import { HttpRefusal, sendError, sendFrameworkError, writeClientError } from './http-errors.js';
@@ -122,6 +123,8 @@ export async function buildServer(
     onProtoPoisoning: 'ignore',
     onConstructorPoisoning: 'ignore',
   });
+  const maxConnections = connectionLimit(config.LIBOS_MAX_CONNECTIONS, openFilesLimit());
+  if (maxConnections !== undefined) app.server.maxConnections = maxConnections;
   const auth = new AdminAuth(config.LIBOS_ADMIN_TOKEN);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -238,11 +241,19 @@ export async function buildServer(
       metrics,
       pollMs: config.LIBOS_LONG_POLL_MS,
       shutdown: shutdown.signal,
-      bodies: new BodyBudget({
-        total: config.LIBOS_BODY_BYTES_HELD,
-        perProcess: config.LIBOS_PROCESS_BODY_BYTES_HELD,
-        bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
-      }),
+      calls: new CallBudget(
+        {
+          calls: config.LIBOS_CALLS_HELD,
+          processCalls: config.LIBOS_PROCESS_CALLS_HELD,
+          bytes: config.LIBOS_BODY_BYTES_HELD,
+          processBytes: config.LIBOS_PROCESS_BODY_BYTES_HELD,
+          bodyLimit: config.LIBOS_BODY_LIMIT_BYTES,
+        },
+        {
+          refused: (limit) => metrics.callRefusals.inc({ limit }),
+          held: (calls) => metrics.callsHeld.set(calls),
+        },
+      ),
     }),
   );
   await app.register((scope) =>

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { MAX_JSON_DEPTH } from '../src/body-guard.js';
+import { connectionLimit, openFilesLimit, RESERVED_DESCRIPTORS } from '../src/connection-limit.js';
 import { ADMIN_TOKEN, type Harness, raw, startHarness } from './helpers.js';
 
 const BODY_LIMIT = 64 * 1024;
@@ -244,7 +245,7 @@ describe('slow clients', () => {
   });
 });
 
-describe('request bodies held at once', () => {
+describe('calls held at once', () => {
   test('a process over LIBOS_PROCESS_BODY_BYTES_HELD is refused 429 and the coordinator over LIBOS_BODY_BYTES_HELD 503, until answers release them', async () => {
     const BODY = 60_000;
     const own = await startHarness({
@@ -321,6 +322,124 @@ describe('request bodies held at once', () => {
       // c2 holds the share now (a second is refused); leaked, the share would refuse c2 itself.
       expect(status(await (await begin(c!)).answer())).toBe(429);
       expect(status(await c2.answer())).toBe(200);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test('a process past LIBOS_PROCESS_CALLS_HELD is refused 429 and the coordinator past LIBOS_CALLS_HELD 503, until answers or closed connections release them', async () => {
+    const own = await startHarness({
+      LIBOS_PROCESS_CALLS_HELD: '3',
+      LIBOS_CALLS_HELD: '5',
+      LIBOS_LONG_POLL_MS: '60000',
+    });
+    try {
+      const { hostname, port } = new URL(own.coordinator.url);
+      const body = JSON.stringify({ channel: 'never' });
+      /** A blocking receive held open by the coordinator (nothing is ever sent on its channel). */
+      const hold = async (token: string) => {
+        const socket = net.connect(Number(port), hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        let text = '';
+        socket.setEncoding('utf8').on('data', (chunk) => {
+          text += chunk;
+        });
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        socket.write(
+          `POST /v1/tools/receive_process_messages HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
+            `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+        );
+        return { closed, abandon: () => socket.destroy() };
+      };
+      const status = (text: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+      const envelope = (text: string) => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
+      const [a, b, c] = await Promise.all(
+        ['a', 'b', 'c'].map(async (goal) => (await own.admin.createProcess({ goal })).token!),
+      );
+      const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+
+      // One process holds three long-polls; its fourth call (of any tool) is refused at once.
+      const held = [await hold(a!), await hold(a!), await hold(a!)];
+      await settle();
+      const a4 = await (await hold(a!)).closed;
+      expect(status(a4)).toBe(429);
+      expectEnvelope(envelope(a4), 'resource_exhausted');
+      expect(a4).toContain('LIBOS_PROCESS_CALLS_HELD');
+      // Another process is not held up by it: its calls pass, up to the coordinator's five.
+      const b1 = await hold(b!);
+      const b2 = await hold(b!);
+      await settle();
+      const c1 = await (await hold(c!)).closed;
+      expect(status(c1)).toBe(503);
+      expectEnvelope(envelope(c1), 'unavailable');
+      expect(c1).toContain('LIBOS_CALLS_HELD');
+      const metrics = await (await fetch(`${own.coordinator.url}/metrics`)).text();
+      expect(metrics).toMatch(/^libos_calls_held 5$/m);
+      expect(metrics).toMatch(/^libos_call_refusals_total\{limit="process_calls"\} 1$/m);
+      expect(metrics).toMatch(/^libos_call_refusals_total\{limit="calls"\} 1$/m);
+
+      // A connection closed while its long-poll waits frees its place, for its process and in all.
+      held[0]!.abandon();
+      b1.abandon();
+      await settle();
+      const a5 = await hold(a!);
+      const c2 = await hold(c!);
+      await settle();
+      expect(await (await fetch(`${own.coordinator.url}/metrics`)).text()).toMatch(/^libos_calls_held 5$/m);
+      // Closing the rest frees every place.
+      for (const one of [held[1]!, held[2]!, b2, a5, c2]) one.abandon();
+      await settle();
+      expect(await (await fetch(`${own.coordinator.url}/metrics`)).text()).toMatch(/^libos_calls_held 0$/m);
+    } finally {
+      await own.stop();
+    }
+  });
+});
+
+describe('connections', () => {
+  test('the default limit is the open-files limit less what is kept for Redis and files', () => {
+    const limits = (soft: string) =>
+      `Limit                     Soft Limit           Hard Limit           Units\nMax open files            ${soft}                20000                files\n`;
+    expect(openFilesLimit(limits('20000'))).toBe(20_000);
+    expect(openFilesLimit(limits('unlimited'))).toBeUndefined();
+    expect(connectionLimit(undefined, 20_000)).toBe(20_000 - RESERVED_DESCRIPTORS);
+    expect(connectionLimit(undefined, 512)).toBe(64);
+    expect(connectionLimit(300, 20_000)).toBe(300);
+    expect(connectionLimit(undefined, undefined)).toBeUndefined();
+    // This process's own (Node raised it to the hard limit as it started).
+    expect(openFilesLimit()).toBeGreaterThan(0);
+  });
+
+  test('a connection past LIBOS_MAX_CONNECTIONS is closed as it is accepted; the ones held are served', async () => {
+    const own = await startHarness({ LIBOS_MAX_CONNECTIONS: '4' });
+    try {
+      const { hostname, port } = new URL(own.coordinator.url);
+      const open = async () => {
+        const socket = net.connect(Number(port), hostname);
+        await new Promise((resolve) => socket.once('connect', resolve));
+        let text = '';
+        socket.setEncoding('utf8').on('data', (chunk) => {
+          text += chunk;
+        });
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        socket.on('error', () => undefined);
+        return { socket, closed };
+      };
+      const held = await Promise.all([open(), open(), open(), open()]);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The fifth is accepted by the kernel and closed by the server without a byte.
+      const fifth = await open();
+      fifth.socket.write('GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n');
+      expect(await fifth.closed).toBe('');
+      // A held connection is still served.
+      held[0]!.socket.write('GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+      expect(await held[0]!.closed).toMatch(/^HTTP\/1\.1 200/);
+      // Its place is free again.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const next = await open();
+      next.socket.write('GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+      expect(await next.closed).toMatch(/^HTTP\/1\.1 200/);
+      for (const one of held) one.socket.destroy();
     } finally {
       await own.stop();
     }

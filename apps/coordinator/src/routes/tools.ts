@@ -14,7 +14,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { abortOnClose } from '../abort-on-close.js';
 import { ProcessAuth, presentedToken } from '../auth.js';
-import type { BodyBudget } from '../body-budget.js';
+import type { CallBudget } from '../call-budget.js';
 import { HttpRefusal, sendError } from '../http-errors.js';
 import type { Launcher } from '../launcher.js';
 import type { Metrics } from '../metrics.js';
@@ -41,8 +41,8 @@ export interface ToolRouteDeps {
   pollMs: number;
   /** Aborted at shutdown, so open long-polls answer at once. */
   shutdown: AbortSignal;
-  /** The request bodies held at once, counted once the caller is known. */
-  bodies: BodyBudget;
+  /** The calls (and their bodies) held at once, counted once the caller is known. */
+  calls: CallBudget;
 }
 
 declare module 'fastify' {
@@ -66,7 +66,7 @@ export async function toolRoutes(app: FastifyInstance, deps: ToolRouteDeps): Pro
     if (!token) throw new HttpRefusal('unauthenticated', 'a process bearer token is required');
     request.caller = await auth.caller(token);
     request.log = request.log.child({ pid: request.caller.pid });
-    deps.bodies.take(request, reply, request.caller.pid);
+    deps.calls.take(request, reply, request.caller.pid);
   });
   // A refused call carries the notices due as well (`error.notices`), taken in one script: an
   // interrupt reaches its recipient at its next non-message call even when that call is refused.
