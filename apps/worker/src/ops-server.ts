@@ -45,9 +45,26 @@ export function createWorkerMetrics(isolation: IsolationReport, running: () => n
 
 export type WorkerMetrics = ReturnType<typeof createWorkerMetrics>;
 
+/**
+ * What the ops server gives its clients. Probes and scrapes need few connections, each answered
+ * at once; children on the worker's host can reach the port too (`network: host`), and must not
+ * hold the worker's descriptors, which its launches and Redis need.
+ */
+export const OPS_LIMITS = { connections: 32, requestMs: 10_000 };
+
 /** `/metrics` and `/healthz` on `host:port` (for probes and scrapes; off unless a port is set). */
-export async function startOpsServer(metrics: WorkerMetrics, host: string, port: number): Promise<Server> {
-  const server = createServer((request, response) => {
+export async function startOpsServer(
+  metrics: WorkerMetrics,
+  host: string,
+  port: number,
+  limits = OPS_LIMITS,
+): Promise<Server> {
+  const timeouts = {
+    requestTimeout: limits.requestMs,
+    headersTimeout: limits.requestMs,
+    connectionsCheckingInterval: Math.ceil(limits.requestMs / 4),
+  };
+  const server = createServer(timeouts, (request, response) => {
     if (request.url === '/healthz') {
       response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
       return;
@@ -61,6 +78,8 @@ export async function startOpsServer(metrics: WorkerMetrics, host: string, port:
     }
     response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"code":"not_found"}}');
   });
+  // One past it is closed as it is accepted.
+  server.maxConnections = limits.connections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

@@ -1,6 +1,7 @@
 import { createConnection } from 'node:net';
 import { freePort } from '@libos/testkit';
 import { describe, expect, it } from 'vitest';
+import { createWorkerMetrics, startOpsServer } from '../src/ops-server.js';
 import { useHarness } from './helpers.js';
 
 const h = useHarness();
@@ -35,6 +36,53 @@ describe('the worker’s /metrics and /healthz', () => {
     // Node's own close waited for Node's header timeout (over a minute).
     expect(Date.now() - started).toBeLessThan(5_000);
     await ended;
+  });
+
+  it('holds at most its connections, each only until its request is due', async () => {
+    const port = await freePort();
+    const metrics = createWorkerMetrics(
+      {
+        level: 'none',
+        uid: false,
+        namespaces: false,
+        cgroupMemory: false,
+        cgroupPids: false,
+        freeze: false,
+        cgroupVersion: null,
+        rlimits: false,
+        missing: [],
+      },
+      () => 0,
+    );
+    const server = await startOpsServer(metrics, '127.0.0.1', port, { connections: 2, requestMs: 400 });
+    try {
+      const open = async () => {
+        const socket = createConnection({ host: '127.0.0.1', port });
+        await new Promise((resolve) => socket.once('connect', resolve));
+        let text = '';
+        socket.setEncoding('utf8').on('data', (chunk) => {
+          text += chunk;
+        });
+        socket.on('error', () => undefined);
+        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        return { socket, closed };
+      };
+      const held = [await open(), await open()];
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const third = await open();
+      third.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(await third.closed).toBe(''); // closed as it was accepted
+      // The two held send nothing: each is answered 408 and closed once its request is due.
+      const started = Date.now();
+      for (const one of held) expect(await one.closed).toMatch(/^HTTP\/1\.1 408/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      const fresh = await open();
+      fresh.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(await fresh.closed).toMatch(/^HTTP\/1\.1 200/);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('refuses to start in strict mode when a protection cannot be had, naming it', async () => {
