@@ -339,8 +339,18 @@ export function cgroupJoinFix(mounts: string, kernel: string): string | undefine
     return undefined;
   const where = cgroup2[0]?.[1];
   return where
-    ? `mount -o remount,favordynmods ${where}`
+    ? `mount -o remount,favordynmods ${shellWord(mountPath(where))}`
     : `mkdir -p ${V1_HOST_CGROUP2} && mount -t cgroup2 -o favordynmods none ${V1_HOST_CGROUP2}`;
+}
+
+/** A mount point as /proc/mounts writes it, with space, tab, newline and backslash as octal escapes. */
+function mountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+}
+
+/** `text` as one word for a POSIX shell: as it is when plain, else single-quoted. */
+function shellWord(text: string): string {
+  return /^[\w./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /** Where `cgroupJoinFix` mounts an empty cgroup2 on a host without one (only for its option). */

@@ -25,6 +25,10 @@ it('cgroup joins wait unless a cgroup2 mount has favordynmods; the fix remounts 
   expect(cgroupJoinFix('tmpfs /favordynmods tmpfs rw,favordynmods 0 0', '6.1.0')).toContain(
     'mount -t cgroup2',
   );
+  // a mount point with a space (/proc/mounts writes it \040) is given to the shell as one word
+  expect(cgroupJoinFix("cgroup2 /mnt/it's\\040here cgroup2 rw 0 0", '6.1.0')).toBe(
+    "mount -o remount,favordynmods '/mnt/it'\\''s here'",
+  );
   // Linux before 6.0 has no such option: nothing to suggest
   expect(cgroupJoinFix(`${V1}\n`, '5.15.0-91-generic')).toBeUndefined();
   // and it reads this host's table without throwing
