@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ADMIN_TOKEN,
+  asSelf,
   Cluster,
   eventually,
   isAlive,
@@ -512,6 +513,53 @@ describe('a setsid grandchild', () => {
     });
     // Killed with the sandbox, not outlived until their own `sleep 60` ended.
     expect(performance.now() - released).toBeLessThan(10_000);
+    expect(await cluster.straysAfter()).toEqual([]);
+  });
+});
+
+describe('a child that has called process_exit', () => {
+  it('is cancelled as the contract cancels, a setsid grandchild with it, long before its deadline', async () => {
+    await cluster.admin.putImage('exiter', {
+      ...shImage(
+        [
+          READ_REQUEST,
+          `setsid sh -c 'trap "" HUP TERM INT; echo ${SELF_PID} >> "$0"; exec sleep 120' "$2/exiter.pids" &`,
+          'trap "" HUP TERM INT',
+          asSelf('process_exit', '{"payload":{"said":"bye"}}'),
+          'echo "$(date +%s%N) exit called" >> "$2/exiter"',
+          // What it would go on doing, in the parent's cwd, until its deadline.
+          'while true; do echo tick >> "$2/exiter.ticks"; sleep 0.1; done',
+        ].join('\n'),
+        files.dir,
+      ),
+      deadline_ms: 120_000,
+    });
+    const parent = await cluster.root('its child ends itself');
+    const child = await parent.client.spawn({ goal: 'exit, then keep going', image: 'exiter' });
+    const [grandchild] = await osPids('exiter.pids');
+    const uid = uidOf((await files.lines('exiter.pids'))[0]!);
+    const waited = await parent.client.wait({ child_pid: child.pid });
+    expect(waited).toMatchObject({ status: 'exited', outcome: { type: 'completed' } });
+    expect((await parent.client.readObject({ oid: waited.result_oid! })).payload).toEqual({ said: 'bye' });
+    const exitedAt = performance.now();
+    // Stdin's EOF, then the grace (5 s): every process of the sandbox is gone, not left to tick
+    // into the parent's cwd for the 120 s of its deadline.
+    await eventually(() => (aliveAs(grandchild!, uid) ? undefined : true), {
+      withinMs: 15_000,
+      what: 'the setsid grandchild to be gone',
+    });
+    const ticks = (await files.lines('exiter.ticks')).length;
+    expect(ticks).toBeGreaterThan(0);
+    await sleep(500);
+    expect((await files.lines('exiter.ticks')).length).toBe(ticks);
+    expect(performance.now() - exitedAt).toBeLessThan(15_000);
+    expect(await files.lines('exiter')).toEqual([expect.stringMatching(/ exit called$/)]);
+    // Its process stays as it ended itself: the worker's report of the cancelled run charges usage only.
+    await sleep(300);
+    expect(await cluster.admin.getProcess(child.pid)).toMatchObject({
+      status: 'exited',
+      outcome: { type: 'completed' },
+    });
     expect(await cluster.straysAfter()).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import type { ControlNotice, RenewResult } from '@libos/protocol';
+import { type ControlNotice, isTerminal, type RenewResult } from '@libos/protocol';
 import type { LaunchControl } from '@libos/runner';
 import type { Logger } from 'pino';
 
@@ -57,6 +57,8 @@ export class ChildSignals {
 
   renewed(answer: RenewResult, epoch: number): void {
     if (answer.pending_signal) this.escalate(answer.pending_signal.signal);
+    // Ended by its own process_exit: the kernel's cancel notice may have been lost in a reconnect.
+    if (isTerminal(answer.status)) this.escalate('cancel');
     // Pause and resume only when no notice arrived while the renewal was in flight.
     if (epoch === this.notices && answer.paused !== this.wantPaused) {
       this.log.info({ paused: answer.paused }, 'renewal reconciles pause state');

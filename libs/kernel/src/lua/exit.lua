@@ -14,5 +14,9 @@ if given(A.payload) then
 end
 local status, otype = 'exited', 'completed'
 if A.failed then status, otype = 'failed', 'failed' end
+local live = r.run == 'live'
 terminalize(P, r, status, { type = otype, reason = A.reason, attempt_id = P .. ':' .. r.attempt }, result)
+-- A process that has ended runs nothing: its worker cancels the OS process as the contract does
+-- (stdin EOF, the grace, then a kill) and still reports the attempt, which only charges usage.
+if live then publish_control(P, r, 'cancel', 'process_exit') end
 return reply({ status = status, result_oid = result }, flat_row(P))
