@@ -14,7 +14,7 @@ export function createWorkerMetrics(isolation: IsolationReport, running: () => n
   level.set({ level: isolation.level }, 1);
   const feature = new Gauge({
     name: 'libos_worker_isolation',
-    help: 'Each containment feature: 1 enforced, 0 not (uid, namespaces, cgroup_memory, cgroup_pids, freeze, rlimits)',
+    help: 'Each containment feature: 1 enforced, 0 not (uid, namespaces, cgroup_memory, cgroup_pids, freeze, rlimits, seccomp)',
     labelNames: ['feature'],
     registers: [registry],
   });
@@ -25,6 +25,7 @@ export function createWorkerMetrics(isolation: IsolationReport, running: () => n
     cgroup_pids: isolation.cgroupPids,
     freeze: isolation.freeze,
     rlimits: isolation.rlimits,
+    seccomp: isolation.seccomp,
   };
   for (const [name, on] of Object.entries(features)) feature.set({ feature: name }, on ? 1 : 0);
   new Gauge({

@@ -50,6 +50,7 @@ describe('the worker’s /metrics and /healthz', () => {
         freeze: false,
         cgroupVersion: null,
         rlimits: false,
+        seccomp: false,
         missing: [],
       },
       () => 0,

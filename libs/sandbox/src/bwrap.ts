@@ -44,8 +44,11 @@ export function bwrapArgs(
   privileged: boolean,
   /** Paths bound from a descriptor the launcher holds (`--bind-fd`): path -> its fd there. */
   pinned: ReadonlyMap<string, number> = new Map(),
+  /** The launcher's descriptor of a seccomp program bwrap installs before the child runs. */
+  seccompFd?: number,
 ): string[] {
   const args = privileged ? [] : ['--unshare-user'];
+  if (seccompFd !== undefined) args.push('--seccomp', String(seccompFd));
   args.push('--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try');
   if (view.network === 'none') args.push('--unshare-net');
   args.push('--die-with-parent', '--new-session', '--hostname', 'libos');

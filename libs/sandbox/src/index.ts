@@ -13,6 +13,7 @@ export {
   type SandboxSettings,
   SYSTEM_RUNTIME,
 } from './sandbox.js';
+export { keyringFilter, SyscallFilter } from './seccomp.js';
 export { Spawner, type SpawnerHandlers, type SpawnerRunOptions } from './spawner.js';
 export { parseUidRange, UidPool, type UidRange } from './uid-pool.js';
 export { monotonicMs, Watchdog, type WatchdogFiring, type WatchdogTarget } from './watchdog.js';

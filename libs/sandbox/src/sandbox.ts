@@ -16,6 +16,7 @@ import { type ConfinedSpawn, type Confinement, findExecutable, isExecutableFile 
 import { bwrapArgs, isInside, type Mount, type SandboxView, symlinkTarget } from './bwrap.js';
 import { type CgroupHost, CgroupHost as Cgroups, type ChildCgroup } from './cgroups.js';
 import { rlimitArgs, type SandboxLimits, setRlimits, setRlimitsAvailable } from './limits.js';
+import { SyscallFilter } from './seccomp.js';
 import { UidPool, type UidRange } from './uid-pool.js';
 
 export type IsolationMode = 'strict' | 'auto' | 'none';
@@ -70,6 +71,8 @@ export interface IsolationReport {
   cgroupVersion: 1 | 2 | null;
   /** Per-process limits (open files, file size, CPU time, processes of its uid). */
   rlimits: boolean;
+  /** A seccomp filter refuses the kernel keyring's calls, which reach across a reused uid (bwrap). */
+  seccomp: boolean;
   /** What is missing for `strict`, in words. */
   missing: string[];
 }
@@ -100,6 +103,8 @@ export class Sandbox {
     readonly rlimitsAtHandshake = false,
     /** The prlimit(1) program is there (for launches whose rlimits cannot wait for bwrap's set-up). */
     readonly prlimitProgram = false,
+    /** What bwrap installs before the child runs (see seccomp.ts). */
+    readonly filter: SyscallFilter | undefined = undefined,
   ) {}
 
   /** Probes the host; throws in `strict` mode when something is missing (naming it). */
@@ -117,6 +122,7 @@ export class Sandbox {
         freeze: false,
         cgroupVersion: null,
         rlimits: false,
+        seccomp: false,
         missing: ['isolation is off (LIBOS_ISOLATION=none)'],
       };
       return new Sandbox(settings, report, undefined, undefined, false);
@@ -129,6 +135,8 @@ export class Sandbox {
     const uidSwitch = pool ? probeUidSwitch(pool) : undefined;
     if (uidSwitch) missing.push(`a uid per child: ${uidSwitch}`);
     if (!namespaces.ok) missing.push(`namespaces: ${namespaces.problem}`);
+    const filter = namespaces.ok ? seccompFilter(settings.bwrap, root) : undefined;
+    if (filter && !filter.ok) missing.push(`a syscall filter: ${filter.problem}`);
     // With bwrap, the spawner sets them on the sandbox's init itself: one program fewer per launch.
     // Not with a setuid bwrap run by another uid: its init is still root's when it reports.
     const rlimitsAtHandshake = namespaces.ok && setRlimitsAvailable() && (root || !isSetuid(settings.bwrap));
@@ -154,12 +162,22 @@ export class Sandbox {
       freeze: Boolean(useCgroups?.support.freeze),
       cgroupVersion: useCgroups?.support.version ?? null,
       rlimits,
+      seccomp: filter?.ok === true,
       missing,
     };
     if (settings.mode === 'strict' && missing.length > 0) {
       throw new Error(`isolation strict cannot be enforced on this host: ${missing.join('; ')}`);
     }
-    return new Sandbox(settings, report, pool, useCgroups, namespaces.ok, rlimitsAtHandshake, prlimitProgram);
+    return new Sandbox(
+      settings,
+      report,
+      pool,
+      useCgroups,
+      namespaces.ok,
+      rlimitsAtHandshake,
+      prlimitProgram,
+      filter?.ok ? filter.filter : undefined,
+    );
   }
 
   /** One line for the worker's start-up log. */
@@ -173,6 +191,7 @@ export class Sandbox {
         ? `cgroup v${r.cgroupVersion} ${['memory', 'pids', 'freezer'].filter((_, i) => [r.cgroupMemory, r.cgroupPids, r.freeze][i]).join('+')}`
         : 'no cgroups',
       r.rlimits ? 'rlimits' : 'no rlimits',
+      r.seccomp ? 'no keyring calls (seccomp)' : 'no syscall filter',
     ];
     return `isolation ${r.level}: ${parts.join(', ')}${r.missing.length ? ` (missing: ${r.missing.join('; ')})` : ''}`;
   }
@@ -267,18 +286,28 @@ export class ChildSandbox implements Confinement {
       (request.limits.openFiles >= HANDSHAKE_FD + pinned.length + BWRAP_SETUP_FILES ||
         !this.host.prlimitProgram);
     const handshake = this.#cgroup !== undefined || this.#rlimitsAtHandshake;
-    const pins = pinPaths(pinned, handshake ? HANDSHAKE_FD : 3);
+    const first = handshake ? HANDSHAKE_FD : 3;
+    const pins = pinPaths(pinned, first);
+    let filterFd: number | undefined;
+    try {
+      filterFd = this.host.filter?.open();
+    } catch (error) {
+      for (const fd of pins.fds) closeSync(fd);
+      throw error;
+    }
     const limited = this.#limited(child, this.#rlimitsAtHandshake);
     // As root, bwrap itself stays root (to reach every path it shows) and the child is switched
     // to its uid, without capabilities or a way to regain any, as the sandbox's last step.
     const privileged = uid !== undefined;
     const switched = privileged ? [...switchUid(uid), ...limited] : limited;
+    // The filter's descriptor follows the pinned paths' in the launcher.
+    const seccompFd = filterFd === undefined ? undefined : first + pins.fds.length;
     return {
       command: this.host.settings.bwrap,
-      args: [...bwrapArgs(view, handshake, privileged, pins.at), '--', ...switched],
+      args: [...bwrapArgs(view, handshake, privileged, pins.at, seccompFd), '--', ...switched],
       cwd: '/',
       handshake,
-      fds: pins.fds,
+      fds: filterFd === undefined ? pins.fds : [...pins.fds, filterFd],
     };
   }
 
@@ -402,8 +431,16 @@ function isSetuid(program: string): boolean {
   }
 }
 
-/** bwrap runs a trivial sandbox here (as root when privileged, else in a user namespace). */
-function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: false; problem: string } {
+/**
+ * bwrap runs a trivial sandbox here (as root when privileged, else in a user namespace), with
+ * `filter` installed when given.
+ */
+function probeBwrap(
+  bwrap: string,
+  privileged: boolean,
+  filter?: SyscallFilter,
+): { ok: true } | { ok: false; problem: string } {
+  const filterFd = filter?.open();
   const ran = spawnSync(
     bwrap,
     [
@@ -411,12 +448,15 @@ function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: fa
         { runtime: SYSTEM_RUNTIME, cwd: '/', paths: [], hide: [], resultDir: '/tmp', network: 'host' },
         false,
         privileged,
+        new Map(),
+        filterFd === undefined ? undefined : 3,
       ),
       '--',
       'true',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], timeout: 10_000 },
+    { stdio: ['ignore', 'ignore', 'pipe', ...(filterFd === undefined ? [] : [filterFd])], timeout: 10_000 },
   );
+  if (filterFd !== undefined) closeSync(filterFd);
   if (ran.error)
     return { ok: false, problem: `${bwrap} cannot run (${ran.error.message}); install bubblewrap` };
   if (ran.status !== 0) {
@@ -426,6 +466,17 @@ function probeBwrap(bwrap: string, privileged: boolean): { ok: true } | { ok: fa
     };
   }
   return { ok: true };
+}
+
+/** The keyring filter, tried through bwrap; a problem when there is none for this host or it fails. */
+function seccompFilter(
+  bwrap: string,
+  privileged: boolean,
+): { ok: true; filter: SyscallFilter } | { ok: false; problem: string } {
+  const filter = SyscallFilter.forHost();
+  if (!filter) return { ok: false, problem: `none for this architecture (${process.arch})` };
+  const tried = probeBwrap(bwrap, privileged, filter);
+  return tried.ok ? { ok: true, filter } : { ok: false, problem: `bwrap --seccomp: ${tried.problem}` };
 }
 
 /**

@@ -84,6 +84,20 @@ describe('a sandboxed launch', () => {
     );
   });
 
+  it("cannot use the kernel keyring, which outlives a uid's sandbox for the next launch of that uid", async () => {
+    // add_key to the uid's user keyring (KEY_SPEC_USER_KEYRING, -4) and keyctl's GET_KEYRING_ID
+    // of it, through perl (Debian's perl-base is always there): each call's result and errno.
+    const [addKey, keyctl] = { x64: [248, 250], arm64: [217, 219] }[process.arch as 'x64' | 'arm64'] ?? [];
+    const perl = `my ($t, $d, $v) = ("user", "planted", "secret"); for my $r (syscall(${addKey}, $t, $d, $v, 6, -4), syscall(${keyctl}, 0, -4, 0)) { print $r < 0 ? "refused:" . ($! + 0) . " " : "ran "; }`;
+    const { done } = run(`out="$(perl -e '${perl}' 2>&1) $(id -u)"; ${RESULT}`);
+    const result = await done;
+    expect(result.terminal).toEqual({ type: 'captured' });
+    // EPERM (1) for both; everything else runs (perl, id).
+    expect(String(result.report)).toMatch(/^refused:1 refused:1 +\d+$/);
+    expect(sandbox.report.seccomp).toBe(true);
+    expect(sandbox.describe()).toContain('no keyring calls (seccomp)');
+  });
+
   it('a program found on PATH is looked for again when it stops being there: another one found, or none', async () => {
     const [bin, later] = [join(work, 'bin'), join(work, 'later')];
     for (const dir of [bin, later]) mkdirSync(dir, { recursive: true });
