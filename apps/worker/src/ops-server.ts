@@ -14,7 +14,7 @@ export function createWorkerMetrics(isolation: IsolationReport, running: () => n
   level.set({ level: isolation.level }, 1);
   const feature = new Gauge({
     name: 'libos_worker_isolation',
-    help: 'Each containment feature: 1 enforced, 0 not (uid, namespaces, cgroup_memory, cgroup_pids, freeze, rlimits, seccomp)',
+    help: 'Each containment feature: 1 enforced, 0 not (uid, namespaces, cgroup_memory, cgroup_pids, cgroup_cpu, freeze, rlimits, seccomp)',
     labelNames: ['feature'],
     registers: [registry],
   });
@@ -23,6 +23,7 @@ export function createWorkerMetrics(isolation: IsolationReport, running: () => n
     namespaces: isolation.namespaces,
     cgroup_memory: isolation.cgroupMemory,
     cgroup_pids: isolation.cgroupPids,
+    cgroup_cpu: isolation.cgroupCpu,
     freeze: isolation.freeze,
     rlimits: isolation.rlimits,
     seccomp: isolation.seccomp,

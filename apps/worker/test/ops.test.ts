@@ -47,6 +47,7 @@ describe('the worker’s /metrics and /healthz', () => {
         namespaces: false,
         cgroupMemory: false,
         cgroupPids: false,
+        cgroupCpu: false,
         freeze: false,
         cgroupVersion: null,
         rlimits: false,

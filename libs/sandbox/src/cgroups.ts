@@ -14,8 +14,12 @@ import type { SandboxLimits } from './limits.js';
 
 const ROOT = '/sys/fs/cgroup';
 const writeTo = promisify(write);
-/** The v1 hierarchies a sandbox uses, and what each enforces. */
-const V1_CONTROLLERS = ['memory', 'pids', 'freezer'] as const;
+/**
+ * The v1 hierarchies a sandbox uses, and what each enforces. `cpu` writes no limit: a cgroup of
+ * its own gives each sandbox one share, whatever it forks, and all of them together one share
+ * against each process of the host's (the coordinator, the worker, Redis).
+ */
+const V1_CONTROLLERS = ['memory', 'pids', 'freezer', 'cpu'] as const;
 type V1Controller = (typeof V1_CONTROLLERS)[number];
 
 /** What the host's cgroups can do for a sandbox. */
@@ -24,11 +28,13 @@ export interface CgroupSupport {
   memory: boolean;
   pids: boolean;
   freeze: boolean;
+  /** A CPU share of its own (v1 `cpu`, v2 `cpu.weight`), not a quota. */
+  cpu: boolean;
 }
 
 /**
  * Per-child cgroups under the worker's own: cgroup v1 (one directory per controller: memory,
- * pids, freezer) or v2 (one directory; memory.max, pids.max, cgroup.freeze, cgroup.kill). The
+ * pids, freezer, cpu) or v2 (one directory; memory.max, pids.max, cgroup.freeze, cgroup.kill). The
  * worker must be able to create them (root, or a delegated v2 subtree).
  */
 export class CgroupHost {
@@ -54,13 +60,19 @@ export class CgroupHost {
       const parent = root ?? join(ROOT, own.get('') ?? '/');
       if (!tryMkdir(base)) return undefined;
       const available = readWords(join(parent, 'cgroup.controllers'));
-      // Children of `base` get memory and pids only if `base` delegates them.
-      for (const controller of ['memory', 'pids']) {
+      // Children of `base` get memory, pids and cpu only if `base` delegates them.
+      for (const controller of ['memory', 'pids', 'cpu']) {
         if (available.has(controller)) tryWrite(join(base, 'cgroup.subtree_control'), `+${controller}`);
       }
       const enabled = readWords(join(base, 'cgroup.subtree_control'));
       return new CgroupHost(
-        { version: 2, memory: enabled.has('memory'), pids: enabled.has('pids'), freeze: true },
+        {
+          version: 2,
+          memory: enabled.has('memory'),
+          pids: enabled.has('pids'),
+          freeze: true,
+          cpu: enabled.has('cpu'),
+        },
         new Map([['v2', base]]),
       );
     }
@@ -73,7 +85,13 @@ export class CgroupHost {
     }
     if (bases.size === 0) return undefined;
     return new CgroupHost(
-      { version: 1, memory: bases.has('memory'), pids: bases.has('pids'), freeze: bases.has('freezer') },
+      {
+        version: 1,
+        memory: bases.has('memory'),
+        pids: bases.has('pids'),
+        freeze: bases.has('freezer'),
+        cpu: bases.has('cpu'),
+      },
       bases,
     );
   }

@@ -66,6 +66,8 @@ export interface IsolationReport {
   /** Memory and process-count limits of the whole sandbox. */
   cgroupMemory: boolean;
   cgroupPids: boolean;
+  /** A CPU share per sandbox: one child's processes, however many, cannot starve the host's. */
+  cgroupCpu: boolean;
   /** Pause stops every process of the sandbox at once. */
   freeze: boolean;
   cgroupVersion: 1 | 2 | null;
@@ -119,6 +121,7 @@ export class Sandbox {
         namespaces: false,
         cgroupMemory: false,
         cgroupPids: false,
+        cgroupCpu: false,
         freeze: false,
         cgroupVersion: null,
         rlimits: false,
@@ -149,6 +152,7 @@ export class Sandbox {
     else {
       if (!support.memory) missing.push(`cgroups: no memory controller (cgroup v${support.version})`);
       if (!support.pids) missing.push(`cgroups: no pids controller (cgroup v${support.version})`);
+      if (!support.cpu) missing.push(`cgroups: no cpu controller (cgroup v${support.version})`);
       if (!support.freeze) missing.push('cgroups: no freezer');
     }
     // Cgroups are joined through bwrap's handshake; without bwrap they are not used.
@@ -159,6 +163,7 @@ export class Sandbox {
       namespaces: namespaces.ok,
       cgroupMemory: Boolean(useCgroups?.support.memory),
       cgroupPids: Boolean(useCgroups?.support.pids),
+      cgroupCpu: Boolean(useCgroups?.support.cpu),
       freeze: Boolean(useCgroups?.support.freeze),
       cgroupVersion: useCgroups?.support.version ?? null,
       rlimits,
@@ -188,7 +193,7 @@ export class Sandbox {
       r.uid ? `uid per child (${this.settings.uids.first}-${this.settings.uids.last})` : 'no uid switch',
       r.namespaces ? 'bwrap namespaces' : 'no namespaces',
       r.cgroupVersion
-        ? `cgroup v${r.cgroupVersion} ${['memory', 'pids', 'freezer'].filter((_, i) => [r.cgroupMemory, r.cgroupPids, r.freeze][i]).join('+')}`
+        ? `cgroup v${r.cgroupVersion} ${['memory', 'pids', 'freezer', 'cpu'].filter((_, i) => [r.cgroupMemory, r.cgroupPids, r.freeze, r.cgroupCpu][i]).join('+')}`
         : 'no cgroups',
       r.rlimits ? 'rlimits' : 'no rlimits',
       r.seccomp ? 'no keyring calls (seccomp)' : 'no syscall filter',

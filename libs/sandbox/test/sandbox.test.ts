@@ -1,5 +1,14 @@
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -96,6 +105,27 @@ describe('a sandboxed launch', () => {
     expect(String(result.report)).toMatch(/^refused:1 refused:1 +\d+$/);
     expect(sandbox.report.seccomp).toBe(true);
     expect(sandbox.describe()).toContain('no keyring calls (seccomp)');
+  });
+
+  it("runs in a cpu cgroup of the sandbox's own, every process of it", async () => {
+    const own = /^\d+:(?:[\w,]*,)?cpu(?:,[\w,]*)?:(.*)$/m.exec(
+      readFileSync('/proc/self/cgroup', 'utf8'),
+    )?.[1];
+    const { uid, done } = run(
+      `sleep 30 & sleep 30 & touch ready-$$; while [ ! -e go-cpu ]; do sleep 0.05; done; kill %1 %2; out=ok; ${RESULT}`,
+    );
+    await eventually(() => readdirSync(work).some((name) => name.startsWith('ready-')));
+    const procs = readFileSync(
+      join('/sys/fs/cgroup/cpu', own ?? '/', 'libos-sandbox-test', `u${uid}`, 'cgroup.procs'),
+      'utf8',
+    )
+      .split('\n')
+      .filter(Boolean);
+    // bwrap's init, sh and its two sleeps (and the loop's sleep, when caught)
+    expect(procs.length).toBeGreaterThanOrEqual(4);
+    writeFileSync(join(work, 'go-cpu'), '');
+    expect((await done).terminal).toEqual({ type: 'captured' });
+    expect(sandbox.report.cgroupCpu).toBe(true);
   });
 
   it('a program found on PATH is looked for again when it stops being there: another one found, or none', async () => {
