@@ -94,6 +94,8 @@ export const coordinatorConfigSchema = z.object({
   LIBOS_QUEUE_EVENTS_MAX: int(1_000),
   /** Bytes of messages one mailbox holds (unacknowledged and kept acknowledged ones). */
   LIBOS_MAILBOX_MAX_BYTES: int(64 * 1024 * 1024),
+  /** Bytes of messages all the mailboxes of one tree hold together (its children's included). */
+  LIBOS_TREE_MAILBOX_BYTES: int(256 * 1024 * 1024),
   /** Unacknowledged messages one mailbox holds. */
   LIBOS_MAILBOX_MAX: int(10_000),
   /** A root's `object_bytes` budget (its whole tree's objects) when neither the request nor its image sets one. */

@@ -195,6 +195,7 @@ export async function buildServer(
       retentionMs: config.LIBOS_RETENTION_MS,
       mailboxMax: config.LIBOS_MAILBOX_MAX,
       mailboxMaxBytes: config.LIBOS_MAILBOX_MAX_BYTES,
+      treeMailboxBytes: config.LIBOS_TREE_MAILBOX_BYTES,
       treeObjectBytes: config.LIBOS_TREE_OBJECT_BYTES,
       treeMaxNodes: config.LIBOS_TREE_MAX_NODES,
       treeDefaultNodes: Math.min(2_000, config.LIBOS_TREE_MAX_NODES),

@@ -35,6 +35,12 @@ export interface KernelLimits {
    * are trimmed, oldest first, to make room.
    */
   mailboxMaxBytes: number;
+  /**
+   * Content bytes all the mailboxes of one tree hold together: a send past it is refused
+   * (`mailbox_full`, `details.bound: 'tree_bytes'`) unless the recipient's acknowledged messages
+   * make room. A tree spawns children at will, each with a mailbox of `mailboxMaxBytes`.
+   */
+  treeMailboxBytes: number;
   /** A root's `object_bytes` budget (its tree's objects) when neither the request nor the image sets one. */
   treeObjectBytes: number;
   /** A child's `object_bytes` budget when neither the spawn nor its image sets one (capped by the parent's remaining). */
@@ -102,6 +108,7 @@ export interface KernelLimits {
 export const DEFAULT_LIMITS: KernelLimits = {
   mailboxMax: 10_000,
   mailboxMaxBytes: 64 * 1024 * 1024,
+  treeMailboxBytes: 256 * 1024 * 1024,
   treeObjectBytes: 1024 * 1024 * 1024,
   processObjectBytes: 64 * 1024 * 1024,
   ackedRetention: 10_000,

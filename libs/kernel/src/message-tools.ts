@@ -82,6 +82,7 @@ export class MessageTools {
       content: this.core.json({ body: args.body ?? null, payload: args.payload ?? null }, 'message'),
       max: this.core.limits.mailboxMax,
       max_bytes: this.core.limits.mailboxMaxBytes,
+      tree_max_bytes: this.core.limits.treeMailboxBytes,
     };
     if (args.channel !== undefined) script.channel = args.channel;
     if (args.correlation_id !== undefined) script.correlation_id = args.correlation_id;

@@ -48,14 +48,14 @@ end
 -- Delete one process (terminal, childless). False when its objects need another call.
 local function drop(pid, r)
   if not drop_objects(pid, r) then return false end
-  local keys = { pkey(pid), hkey(pid), ownkey(pid), kkey(pid), B .. 'mm:' .. pid, B .. 'mu:' .. pid,
-    B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid, B .. 'logm:' .. pid }
+  local mailbox = release_mailbox(pid)
+  local keys = { pkey(pid), hkey(pid), ownkey(pid), kkey(pid), B .. 'logm:' .. pid }
   -- child logs (log_append.lua): the stream <base>log:<pid>:<attempt> per attempt, logm:<pid>
   for a = 0, tonumber(r.attempt or '0') or 0 do
     for _, suffix in ipairs(LOG_SUFFIXES) do keys[#keys + 1] = B .. 'log:' .. pid .. ':' .. a .. suffix end
   end
   -- the cost is the keys that were there: most of the names (mailbox parts, logs) never existed
-  budget = budget - math.max(1, redis.call('UNLINK', unpack(keys)))
+  budget = budget - math.max(1, mailbox + redis.call('UNLINK', unpack(keys)))
   count_status(r.status, -1)
   redis.call('ZREM', B .. 'due', pid)
   if r.parent ~= '' then

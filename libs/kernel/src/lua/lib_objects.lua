@@ -36,6 +36,16 @@ local function release_memory(pid, r)
   hset(pid, r, { released = 1 })
 end
 
+-- Deletes pid's mailbox and takes its bytes off the tree's (KEYS[1]'s `mb`, see send.lua).
+local function release_mailbox(pid)
+  local held = tonumber(redis.call('HGET', B .. 'mm:' .. pid, 'b') or '0') or 0
+  if held > 0 then
+    local tree = tonumber(redis.call('HGET', KEYS[1], 'mb') or '0') or 0
+    redis.call('HSET', KEYS[1], 'mb', math.max(0, tree - held))
+  end
+  return redis.call('UNLINK', B .. 'mm:' .. pid, B .. 'mu:' .. pid, B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid)
+end
+
 -- A root's memory has no parent to merge it: at its terminal transition everything it owns but
 -- its result (which the operator reads) is released, with its mailbox (nobody can read it any
 -- more). The result and the row go with the tree when its retention period ends.
@@ -50,5 +60,5 @@ local function release_root(pid, result_oid)
     end
   end
   uncharge(pid, bytes)
-  redis.call('UNLINK', B .. 'mm:' .. pid, B .. 'mu:' .. pid, B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid)
+  release_mailbox(pid)
 end
