@@ -38,6 +38,19 @@ function rawExchange(request: string): Promise<{ status: number; body: unknown; 
   });
 }
 
+/** A raw connection to `url`, and what the server wrote on it until it closed. */
+async function connect(url: string): Promise<{ socket: net.Socket; closed: Promise<string> }> {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  socket.on('error', () => undefined);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let text = '';
+  socket.setEncoding('utf8').on('data', (chunk) => {
+    text += chunk;
+  });
+  return { socket, closed: new Promise((resolve) => socket.once('close', () => resolve(text))) };
+}
+
 const adminGet = (path: string, extra = '') =>
   `GET ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${ADMIN_TOKEN}\r\n${extra}connection: close\r\n\r\n`;
 
@@ -257,13 +270,7 @@ describe('calls held at once', () => {
       const { hostname, port } = new URL(own.coordinator.url);
       /** A get_process call whose body (`{}` and spaces) is sent all but its last byte, then held. */
       const begin = async (token: string) => {
-        const socket = net.connect(Number(port), hostname);
-        await new Promise((resolve) => socket.once('connect', resolve));
-        let text = '';
-        socket.setEncoding('utf8').on('data', (chunk) => {
-          text += chunk;
-        });
-        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        const { socket, closed } = await connect(own.coordinator.url);
         socket.write(
           `POST /v1/tools/get_process HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
             `content-type: application/json\r\ncontent-length: ${BODY}\r\nconnection: close\r\n\r\n{}${' '.repeat(BODY - 3)}`,
@@ -334,17 +341,10 @@ describe('calls held at once', () => {
       LIBOS_LONG_POLL_MS: '60000',
     });
     try {
-      const { hostname, port } = new URL(own.coordinator.url);
       const body = JSON.stringify({ channel: 'never' });
       /** A blocking receive held open by the coordinator (nothing is ever sent on its channel). */
       const hold = async (token: string) => {
-        const socket = net.connect(Number(port), hostname);
-        await new Promise((resolve) => socket.once('connect', resolve));
-        let text = '';
-        socket.setEncoding('utf8').on('data', (chunk) => {
-          text += chunk;
-        });
-        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+        const { socket, closed } = await connect(own.coordinator.url);
         socket.write(
           `POST /v1/tools/receive_process_messages HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\n` +
             `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
@@ -413,18 +413,7 @@ describe('connections', () => {
   test('a connection past LIBOS_MAX_CONNECTIONS is closed as it is accepted; the ones held are served', async () => {
     const own = await startHarness({ LIBOS_MAX_CONNECTIONS: '4' });
     try {
-      const { hostname, port } = new URL(own.coordinator.url);
-      const open = async () => {
-        const socket = net.connect(Number(port), hostname);
-        await new Promise((resolve) => socket.once('connect', resolve));
-        let text = '';
-        socket.setEncoding('utf8').on('data', (chunk) => {
-          text += chunk;
-        });
-        const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
-        socket.on('error', () => undefined);
-        return { socket, closed };
-      };
+      const open = () => connect(own.coordinator.url);
       const held = await Promise.all([open(), open(), open(), open()]);
       await new Promise((resolve) => setTimeout(resolve, 100));
       // The fifth is accepted by the kernel and closed by the server without a byte.

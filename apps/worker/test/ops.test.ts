@@ -1,4 +1,5 @@
 import { createConnection } from 'node:net';
+import { NO_ISOLATION } from '@libos/sandbox';
 import { freePort } from '@libos/testkit';
 import { describe, expect, it } from 'vitest';
 import { createWorkerMetrics, startOpsServer } from '../src/ops-server.js';
@@ -40,22 +41,7 @@ describe('the worker’s /metrics and /healthz', () => {
 
   it('holds at most its connections, each only until its request is due', async () => {
     const port = await freePort();
-    const metrics = createWorkerMetrics(
-      {
-        level: 'none',
-        uid: false,
-        namespaces: false,
-        cgroupMemory: false,
-        cgroupPids: false,
-        cgroupCpu: false,
-        freeze: false,
-        cgroupVersion: null,
-        rlimits: false,
-        seccomp: false,
-        missing: [],
-      },
-      () => 0,
-    );
+    const metrics = createWorkerMetrics(NO_ISOLATION, () => 0);
     const server = await startOpsServer(metrics, '127.0.0.1', port, { connections: 2, requestMs: 400 });
     try {
       const open = async () => {

@@ -7,6 +7,7 @@ export {
   type ConfineRequest,
   type IsolationMode,
   type IsolationReport,
+  NO_ISOLATION,
   processesOfUid,
   SANDBOX_ENV,
   Sandbox,

@@ -79,6 +79,21 @@ export interface IsolationReport {
   missing: string[];
 }
 
+/** What a worker with `LIBOS_ISOLATION=none` enforces: nothing. */
+export const NO_ISOLATION: Readonly<IsolationReport> = {
+  level: 'none',
+  uid: false,
+  namespaces: false,
+  cgroupMemory: false,
+  cgroupPids: false,
+  cgroupCpu: false,
+  freeze: false,
+  cgroupVersion: null,
+  rlimits: false,
+  seccomp: false,
+  missing: ['isolation is off (LIBOS_ISOLATION=none)'],
+};
+
 /** One launch's request: where it works, what it may see, what it may use. */
 export interface ConfineRequest {
   cwd: string;
@@ -115,20 +130,7 @@ export class Sandbox {
     const bwrap = findProgram(given.bwrap, process.cwd(), process.env.PATH) ?? given.bwrap;
     const settings = { ...given, bwrap };
     if (settings.mode === 'none') {
-      const report: IsolationReport = {
-        level: 'none',
-        uid: false,
-        namespaces: false,
-        cgroupMemory: false,
-        cgroupPids: false,
-        cgroupCpu: false,
-        freeze: false,
-        cgroupVersion: null,
-        rlimits: false,
-        seccomp: false,
-        missing: ['isolation is off (LIBOS_ISOLATION=none)'],
-      };
-      return new Sandbox(settings, report, undefined, undefined, false);
+      return new Sandbox(settings, NO_ISOLATION, undefined, undefined, false);
     }
     const missing: string[] = [];
     const root = process.getuid?.() === 0;
