@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { refusal, root, runningChild, USAGE, useKernel } from './helpers.js';
 
-const env = useKernel({ limits: { mailboxMaxBytes: 1_000, mailboxMax: 30, treeMailboxBytes: 2_500 } });
+const env = useKernel({ limits: { mailboxMaxBytes: 1_000, mailboxMax: 30 } });
 const k = () => env.kernel;
 /** A payload whose stored JSON is exactly `n` bytes. */
 const bytes = (n: number) => 'x'.repeat(n - 2);
@@ -37,41 +37,6 @@ describe('mailbox byte bound', () => {
       await k().tools.send_process_message({ pid: r.pid }, { to: 'self', body: 'a' });
     const full = await refusal(k().tools.send_process_message({ pid: r.pid }, { to: 'self', body: 'a' }));
     expect(full.details).toMatchObject({ bound: 'count', limit: 30 });
-  });
-});
-
-describe("a tree's mailbox bytes", () => {
-  it('refuses a send past the bound of all its mailboxes together (bound: tree_bytes), until acknowledged messages or deleted mailboxes make room', async () => {
-    const r = await root(env, { resource_budget: { children: 5 } });
-    const [a, b, c] = [
-      await runningChild(env, r.pid),
-      await runningChild(env, r.pid),
-      await runningChild(env, r.pid),
-    ];
-    // Each message's content is {"body":"…","payload":null}: 700 + 26 bytes.
-    const body = 'y'.repeat(700);
-    for (const child of [a, b, c])
-      await k().tools.send_process_message({ pid: r.pid }, { to: child.pid, body });
-    // Three mailboxes, each under its own bound (1,000), hold 2,178 of the tree's 2,500.
-    const full = await refusal(k().tools.send_process_message({ pid: r.pid }, { to: 'self', body }));
-    expect(full.code).toBe('resource_exhausted');
-    expect(full.reason).toBe('mailbox_full');
-    expect(full.details).toMatchObject({ bound: 'tree_bytes', limit: 2_500, bytes: 2_178, requested: 726 });
-    expect((await k().tools.read_process_messages({ pid: r.pid }, { ack: false })).messages).toHaveLength(0);
-    // The recipient's acknowledged message is trimmed to make room in the tree too.
-    await k().tools.read_process_messages({ pid: a.pid }, {});
-    await k().tools.send_process_message({ pid: r.pid }, { to: a.pid, body });
-    expect(
-      (await refusal(k().tools.send_process_message({ pid: r.pid }, { to: 'self', body }))).details,
-    ).toMatchObject({
-      bound: 'tree_bytes',
-      bytes: 2_178,
-    });
-    // A deleted process's mailbox leaves the tree's count with it.
-    await k().tools.process_exit({ pid: b.pid }, {});
-    await k().retention.deleteTree(b.pid);
-    await k().tools.send_process_message({ pid: r.pid }, { to: 'self', body });
-    expect(await env.redis.hget(k().keys.seq(r.pid), 'mb')).toBe(String(3 * 726));
   });
 });
 

@@ -51,6 +51,13 @@ local COUNTERS = { 'p', 'o', 'm' }
 -- when handed out, hence below the clock at the jump (when the servers' clocks agree to better
 -- than a failover takes). Numbers stay short and ordered: `.1`, `.2`… and, after a failover,
 -- e.g. `.8640000001` a day into the tree.
+-- Content bytes leaving the tree's mailboxes: off the count send.lua bounds (KEYS[1]'s `mb`).
+local function untree_mail(bytes)
+  if bytes <= 0 then return end
+  local held = tonumber(redis.call('HGET', KEYS[1], 'mb') or '0') or 0
+  redis.call('HSET', KEYS[1], 'mb', math.max(0, held - bytes))
+end
+
 local function next_number(field)
   local h = redis.call('HMGET', KEYS[1], 'sv', 'ep', 'p', 'o', 'm')
   local server = server_id()

@@ -38,11 +38,7 @@ end
 
 -- Deletes pid's mailbox and takes its bytes off the tree's (KEYS[1]'s `mb`, see send.lua).
 local function release_mailbox(pid)
-  local held = tonumber(redis.call('HGET', B .. 'mm:' .. pid, 'b') or '0') or 0
-  if held > 0 then
-    local tree = tonumber(redis.call('HGET', KEYS[1], 'mb') or '0') or 0
-    redis.call('HSET', KEYS[1], 'mb', math.max(0, tree - held))
-  end
+  untree_mail(tonumber(redis.call('HGET', B .. 'mm:' .. pid, 'b') or '0') or 0)
   return redis.call('UNLINK', B .. 'mm:' .. pid, B .. 'mu:' .. pid, B .. 'ma:' .. pid, B .. 'mi:' .. pid, B .. 'mn:' .. pid)
 end
 

@@ -106,12 +106,15 @@ if #labels > 0 then taint(P, pr, labels) end
 if #acked > 0 then
   local over = redis.call('ZCARD', ma) - A.retention
   if over > 0 then
+    local trimmed = 0
     for _, n in ipairs(redis.call('ZRANGE', ma, 0, over - 1)) do
       local freed = redis.call('HSTRLEN', mm, n .. ':c')
       redis.call('HINCRBY', mm, 'b', -freed)
       redis.call('HINCRBY', mm, 'ba', -freed)
       redis.call('HDEL', mm, n, n .. ':c')
+      trimmed = trimmed + freed
     end
+    untree_mail(trimmed)
     redis.call('ZREMRANGEBYRANK', ma, 0, over - 1)
   end
 end
